@@ -1,0 +1,26 @@
+//! Privacy accounting for differentially private training: sound accountants (RDP, PRV, analytic
+//! Gaussian) that certify epsilons, calibration of the noise multiplier to a target, and the
+//! papers' own bounds labelled as such. Pure Rust; no Burn.
+
+pub mod accountant;
+pub mod analytic_gaussian;
+pub mod calibrate;
+pub mod error;
+pub mod ledger;
+pub mod paper_bounds;
+pub mod prv;
+pub mod rdp;
+pub mod rdp_accountant;
+pub mod report;
+pub mod special;
+pub mod validate;
+
+pub use accountant::Accountant;
+pub use analytic_gaussian::AnalyticGaussianAccountant;
+pub use calibrate::{Calibration, calibrate_noise_multiplier};
+pub use error::{AccountingError, Result};
+pub use ledger::{GaussianSteps, PrivacyLedger};
+pub use prv::PrvAccountant;
+pub use rdp::Conversion;
+pub use rdp_accountant::{OrderGrid, RdpAccountant};
+pub use report::{Guarantee, PrivacyReport};

@@ -1,0 +1,112 @@
+//! What a privacy claim is: an epsilon, its delta, the accountant that produced it and the
+//! guarantee label that says how much to trust it. No epsilon leaves the crate without a label.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How much a printed epsilon can be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guarantee {
+    /// A sound proof for this exact algorithm, computed by a sound accountant.
+    Certified,
+    /// The paper's own formula, with unspecified constants or a heuristic step.
+    PaperBound,
+    /// No guarantee: the number is shown only for comparison.
+    None,
+}
+
+impl fmt::Display for Guarantee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Guarantee::Certified => "certified",
+            Guarantee::PaperBound => "paper-bound",
+            Guarantee::None => "none",
+        })
+    }
+}
+
+/// An (epsilon, delta) claim with its provenance. Fields that belong to one accountant only are
+/// `None` for the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrivacyReport {
+    /// The epsilon claimed (for the PRV accountant: its upper bound).
+    pub epsilon: f64,
+    /// The delta at which epsilon holds.
+    pub delta: f64,
+    /// Which accountant computed it (`rdp`, `prv`, `analytic`, or a paper's name).
+    pub accountant: String,
+    /// How much to trust it.
+    pub guarantee: Guarantee,
+    /// RDP: the order at which the conversion was tightest.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub optimal_order: Option<f64>,
+    /// RDP: true when the optimum sits at the end of the order grid (a wider grid may do better).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub optimal_order_at_grid_edge: Option<bool>,
+    /// RDP: the RDP-to-DP conversion used.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub conversion: Option<String>,
+    /// PRV: the point estimate of epsilon (not a bound).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub epsilon_estimate: Option<f64>,
+    /// PRV: a lower bound on the true epsilon of the accounted mechanism.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub epsilon_lower: Option<f64>,
+    /// PRV: the stated discretization error in epsilon.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub eps_error: Option<f64>,
+    /// PRV: the stated error in delta.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub delta_error: Option<f64>,
+    /// Analytic: the noise multiplier of the single Gaussian equivalent to the whole run.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub effective_noise_multiplier: Option<f64>,
+}
+
+impl PrivacyReport {
+    /// A report with only the fields every accountant fills.
+    pub fn new(epsilon: f64, delta: f64, accountant: &str, guarantee: Guarantee) -> Self {
+        Self {
+            epsilon,
+            delta,
+            accountant: accountant.to_string(),
+            guarantee,
+            optimal_order: None,
+            optimal_order_at_grid_edge: None,
+            conversion: None,
+            epsilon_estimate: None,
+            epsilon_lower: None,
+            eps_error: None,
+            delta_error: None,
+            effective_noise_multiplier: None,
+        }
+    }
+}
+
+impl fmt::Display for PrivacyReport {
+    /// One line: `epsilon = 2.5966 (certified, rdp), delta = 1e-5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let eps = if self.epsilon == 0.0 || self.epsilon >= 0.01 {
+            format!("{:.4}", self.epsilon)
+        } else {
+            format!("{:.3e}", self.epsilon)
+        };
+        write!(f, "epsilon = {eps} ({}, {}), delta = {:e}", self.guarantee, self.accountant, self.delta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_serializes_as_kebab_case() {
+        assert_eq!(serde_json::to_string(&Guarantee::PaperBound).unwrap(), "\"paper-bound\"");
+        let r = PrivacyReport::new(1.5, 1e-5, "rdp", Guarantee::Certified);
+        assert_eq!(r.to_string(), "epsilon = 1.5000 (certified, rdp), delta = 1e-5");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["guarantee"], "certified");
+        assert!(json.get("optimal_order").is_none());
+    }
+}

@@ -1,0 +1,62 @@
+//! Command-line parsing and dispatch. Every failure ends as one line on stderr and a non-zero exit.
+
+mod account;
+mod accountant_args;
+mod calibrate;
+mod output;
+mod schedule;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Differentially private training with honest privacy accounting.
+///
+/// Every epsilon dptrain prints carries a guarantee label: `certified` (a sound proof for this
+/// exact algorithm, computed by a sound accountant), `paper-bound` (a paper's own formula, with
+/// unspecified constants or heuristic steps) or `none`.
+#[derive(Parser)]
+#[command(name = "dptrain", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Epsilon spent by DP-SGD with a given noise multiplier, sampling rate and number of steps.
+    Account(account::AccountArgs),
+    /// The smallest noise multiplier that meets a target epsilon.
+    Calibrate(calibrate::CalibrateArgs),
+}
+
+/// Parses the command line, runs the command and maps every error to one line and an exit code.
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: print as clap renders them.
+            print!("{e}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // clap's message may continue on indented lines (e.g. the missing flags): keep them,
+            // drop the usage block, print one line.
+            let rendered = e.render().to_string();
+            let message: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            eprintln!("{} (see dptrain --help)", message.join(" "));
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Account(args) => account::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let chain: Vec<String> = e.chain().map(ToString::to_string).collect();
+            eprintln!("error: {}", chain.join(": ").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! End-to-end tests of the `dptrain` binary: JSON contracts, labels, and one-line errors.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn dptrain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dptrain")).args(args).output().expect("dptrain runs")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+}
+
+const MNIST: [&str; 8] = ["--dataset-size", "60000", "--batch-size", "256", "--steps", "14062", "--delta", "1e-5"];
+
+#[test]
+fn account_json_has_the_contract_keys() {
+    let mut args = vec!["account", "--noise-multiplier", "1.1", "--json", "--rdp-orders", "standard"];
+    args.extend(MNIST);
+    let v = json_of(&dptrain(&args));
+    assert!((v["epsilon"].as_f64().unwrap() - 2.5966).abs() < 5e-5, "{v}");
+    assert_eq!(v["delta"], 1e-5);
+    assert_eq!(v["accountant"], "rdp");
+    assert_eq!(v["guarantee"], "certified");
+    assert_eq!(v["optimal_order"], 8.1);
+    assert_eq!(v["steps"], 14062);
+}
+
+#[test]
+fn account_prv_reports_its_bounds() {
+    let mut args = vec!["account", "-z", "1.1", "--accountant", "prv", "--json"];
+    args.extend(MNIST);
+    let v = json_of(&dptrain(&args));
+    let eps = v["epsilon"].as_f64().unwrap();
+    assert!((2.3816..2.3816 * 1.01).contains(&eps), "{v}");
+    assert_eq!(v["guarantee"], "certified");
+    assert!(v["epsilon_lower"].as_f64().unwrap() < eps);
+    assert!(v["eps_error"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn human_output_labels_every_epsilon() {
+    let mut args = vec!["account", "-z", "1.1"];
+    args.extend(MNIST);
+    let out = dptrain(&args);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("epsilon = 2.5966 (certified, rdp), delta = 1e-5"), "{text}");
+}
+
+#[test]
+fn calibrate_json_has_the_contract_keys() {
+    let args = [
+        "calibrate",
+        "--target-epsilon",
+        "3",
+        "--dataset-size",
+        "60000",
+        "--batch-size",
+        "256",
+        "--epochs",
+        "60",
+        "--delta",
+        "1e-5",
+        "--json",
+    ];
+    let v = json_of(&dptrain(&args));
+    let z = v["noise_multiplier"].as_f64().unwrap();
+    assert!((1.0..1.03).contains(&z), "{v}");
+    assert!(v["epsilon"].as_f64().unwrap() <= 3.0);
+    assert_eq!(v["accountant"], "rdp");
+    assert_eq!(v["guarantee"], "certified");
+    assert_eq!(v["steps"], 14063);
+}
+
+#[test]
+fn analytic_accountant_for_full_batch() {
+    let v = json_of(&dptrain(&[
+        "account",
+        "-z",
+        "5",
+        "-q",
+        "1",
+        "-t",
+        "100",
+        "-d",
+        "1e-5",
+        "--accountant",
+        "analytic",
+        "--json",
+    ]));
+    assert!((v["epsilon"].as_f64().unwrap() - 9.9973).abs() < 1e-3, "{v}");
+    assert_eq!(v["effective_noise_multiplier"], 0.5);
+}
+
+#[test]
+fn bad_input_gives_one_line_and_nonzero_exit() {
+    let cases: &[&[&str]] = &[
+        &["account", "-z", "1", "-q", "0", "-t", "10", "-d", "1e-5"],
+        &["account", "-z", "1", "-q", "1.5", "-t", "10", "-d", "1e-5"],
+        &["account", "-z", "1", "-q", "0.1", "-t", "10", "-d", "0"],
+        &["account", "-z", "1", "-q", "0.1", "-t", "10", "-d", "1"],
+        &["account", "-z", "0", "-q", "0.1", "-t", "10", "-d", "1e-5"],
+        &["account", "-z", "-1", "-q", "0.1", "-t", "10", "-d", "1e-5"],
+        &["account", "-z", "NaN", "-q", "0.1", "-t", "10", "-d", "1e-5"],
+        &["account", "-z", "1", "-q", "NaN", "-t", "10", "-d", "1e-5"],
+        &["account", "-z", "1", "-q", "0.1", "-t", "0", "-d", "1e-5"],
+        &["account", "-z", "1", "-q", "0.1", "-t", "10"],
+        &["account", "-z", "1", "-q", "0.1", "-t", "abc", "-d", "1e-5"],
+        &["account", "-z", "1", "-q", "0.1", "--epochs", "-3", "-d", "1e-5"],
+        &["account", "-z", "1", "--dataset-size", "10", "--batch-size", "20", "-t", "5", "-d", "1e-5"],
+        &["account", "-z", "1", "-q", "0.5", "-t", "5", "-d", "1e-5", "--accountant", "analytic"],
+        &["account", "--bogus-flag"],
+        &["calibrate", "-e", "1e-9", "-q", "1", "-t", "1000000", "-d", "1e-5"],
+        &["calibrate", "-e", "0", "-q", "0.1", "-t", "10", "-d", "1e-5"],
+        &["calibrate", "-e", "inf", "-q", "0.1", "-t", "10", "-d", "1e-5"],
+    ];
+    for args in cases {
+        let out = dptrain(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    }
+}
+
+#[test]
+fn help_explains_the_flags() {
+    let out = dptrain(&["account", "--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for flag in
+        ["--noise-multiplier", "--sample-rate", "--epochs", "--dataset-size", "--delta", "--accountant", "--json"]
+    {
+        assert!(text.contains(flag), "help lacks {flag}");
+    }
+}
