@@ -1,6 +1,17 @@
 //! Privacy accounting for differentially private training: sound accountants (RDP, PRV, analytic
 //! Gaussian) that certify epsilons, calibration of the noise multiplier to a target, and the
 //! papers' own bounds labelled as such. Pure Rust; no Burn.
+//!
+//! ```
+//! use dp_accounting::{Accountant, Guarantee, PrivacyLedger, RdpAccountant};
+//!
+//! // The MNIST DP-SGD tutorial run: noise multiplier 1.1, batch 256 of 60,000, 14,062 steps.
+//! let ledger = PrivacyLedger::homogeneous(1.1, 256.0 / 60000.0, 14_062)?;
+//! let report = RdpAccountant::default().epsilon(&ledger, 1e-5)?;
+//! assert_eq!(report.guarantee, Guarantee::Certified);
+//! assert!((report.epsilon - 2.5966).abs() < 1e-4);
+//! # Ok::<(), dp_accounting::AccountingError>(())
+//! ```
 
 pub mod accountant;
 pub mod analytic_gaussian;
