@@ -2,9 +2,12 @@
 
 mod account;
 mod accountant_args;
+mod bench;
 mod calibrate;
+mod enum_arg;
 mod output;
 mod schedule;
+mod train;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -27,6 +30,10 @@ enum Command {
     Account(account::AccountArgs),
     /// The smallest noise multiplier that meets a target epsilon.
     Calibrate(calibrate::CalibrateArgs),
+    /// Train a model with DP-SGD / DP-Adam (or the unperturbed baseline) and report its privacy.
+    Train(train::TrainArgs),
+    /// Time DP-SGD against the unperturbed baseline (ms per lot and their ratio).
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the command line, runs the command and maps every error to one line and an exit code.
@@ -50,6 +57,8 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Account(args) => account::run(args),
         Command::Calibrate(args) => calibrate::run(args),
+        Command::Train(args) => train::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -41,8 +41,19 @@ pub fn subsampled_gaussian_rdp(q: f64, z: f64, alpha: f64) -> Result<f64> {
     if q >= 1.0 {
         return Ok(alpha / (2.0 * z * z));
     }
-    let log_a = if alpha.fract() == 0.0 { log_a_integer(q, z, alpha) } else { log_a_fractional(q, z, alpha)? };
-    Ok(log_a / (alpha - 1.0))
+    if alpha.fract() == 0.0 {
+        return Ok(log_a_integer(q, z, alpha) / (alpha - 1.0));
+    }
+    match log_a_fractional(q, z, alpha) {
+        Ok(log_a) => Ok(log_a / (alpha - 1.0)),
+        // Near q = 1/2 with large z the series' tail decays only polynomially. RDP is
+        // non-decreasing in the order, so the integer order above is a sound (conservative) value.
+        Err(AccountingError::Numerical(_)) => {
+            let above = alpha.ceil();
+            Ok(log_a_integer(q, z, above) / (above - 1.0))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// ln A_alpha for integer alpha. The terms i = 0, 1 of the binomial expansion sum with the rest of
@@ -176,6 +187,16 @@ mod tests {
             let want = (q * q * (1.0 / (z * z)).exp_m1()).ln_1p();
             assert!((got - want).abs() <= 1e-12 * want, "q={q} z={z}: {got} vs {want}");
         }
+    }
+
+    #[test]
+    fn slowly_converging_orders_fall_back_to_the_integer_order_above() {
+        // q = 1/2, a large noise multiplier and an order near 1: the fractional series cannot
+        // converge in time (it fails without the fallback).
+        let (q, z) = (0.5, 1e3);
+        let fractional = subsampled_gaussian_rdp(q, z, 1.05).unwrap();
+        assert_eq!(fractional, subsampled_gaussian_rdp(q, z, 2.0).unwrap());
+        assert!(fractional > 0.0 && fractional < 1e-6);
     }
 
     #[test]

@@ -1,0 +1,43 @@
+//! Data errors: every message names the file and says what is wrong with it.
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// Why a dataset could not be loaded or sampled.
+#[derive(Debug, Error)]
+pub enum DataError {
+    /// The file could not be read at all.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// The file was read but its content is not what the format requires.
+    #[error("{path}: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A parameter (sampling rate, lot size...) is out of range.
+    #[error("invalid {name}: {reason}")]
+    InvalidParameter {
+        /// The parameter's user-facing name.
+        name: &'static str,
+        /// What it must satisfy.
+        reason: String,
+    },
+}
+
+impl DataError {
+    /// A corrupt-file error for `path`.
+    pub fn corrupt(path: &std::path::Path, reason: impl Into<String>) -> Self {
+        DataError::Corrupt { path: path.to_path_buf(), reason: reason.into() }
+    }
+}
+
+/// Result alias of the data crate.
+pub type Result<T> = std::result::Result<T, DataError>;

@@ -1,0 +1,20 @@
+//! Data for DP training: MNIST-format IDX files (raw or .gz) and CIFAR-10 binaries loaded with
+//! errors that name the file, published normalisation constants, and lot samplers (Poisson by
+//! default) driven by a ChaCha20 generator keyed from the OS.
+
+pub mod catalog;
+pub mod cifar10;
+pub mod error;
+pub mod idx;
+pub mod image_dataset;
+pub mod mnist;
+pub mod rng_state;
+pub mod sampler;
+pub mod split;
+
+pub use catalog::DatasetName;
+pub use error::{DataError, Result};
+pub use image_dataset::{ImageDataset, Normalization};
+pub use rng_state::ChaChaState;
+pub use sampler::{LotSampler, Sampling};
+pub use split::Split;

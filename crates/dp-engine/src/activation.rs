@@ -1,0 +1,26 @@
+//! Element-wise activations. Tanh is the "tempered sigmoid" that Papernot et al. (2021) found
+//! better than ReLU under DP-SGD: bounded activations keep gradient norms, and so clipping, tame.
+
+use crate::features::Features;
+use burn::tensor::activation::{relu, tanh};
+use serde::{Deserialize, Serialize};
+
+/// A parameter-free non-linearity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activation {
+    /// Hyperbolic tangent (tempered sigmoid).
+    Tanh,
+    /// Rectified linear unit.
+    Relu,
+}
+
+impl Activation {
+    /// Applies the activation.
+    pub fn apply(self, x: Features) -> Features {
+        match self {
+            Activation::Tanh => x.map(tanh, tanh),
+            Activation::Relu => x.map(relu, relu),
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! Clip factors s_b = min(1, C / ||g_b||) from per-example squared norms, for the whole model
+//! (flat clipping) or for each DP layer with bound C / sqrt(layers) so that the whole example's
+//! clipped gradient still has norm at most C and the noise scale is unchanged.
+
+use burn::tensor::Tensor;
+use serde::{Deserialize, Serialize};
+
+/// Where the clipping bound applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clipping {
+    /// One bound C on each example's whole gradient.
+    Flat,
+    /// A bound C / sqrt(layers) on each DP layer's part of each example's gradient.
+    PerLayer,
+}
+
+/// Opacus's guard against division by a zero norm; it keeps every clipped norm strictly below C.
+const NORM_EPSILON: f64 = 1e-6;
+
+fn factors(sq_norms: Tensor<1>, bound: f64) -> Tensor<1> {
+    sq_norms.sqrt().add_scalar(NORM_EPSILON).recip().mul_scalar(bound).clamp_max(1.0)
+}
+
+/// The clip factor [B] of every layer, given each layer's per-example squared norms [B].
+pub fn clip_factors(layer_sq_norms: Vec<Tensor<1>>, clip_norm: f64, clipping: Clipping) -> Vec<Tensor<1>> {
+    let layers = layer_sq_norms.len();
+    match clipping {
+        Clipping::Flat => {
+            let total = layer_sq_norms.into_iter().reduce(|a, b| a + b);
+            total.map(|t| vec![factors(t, clip_norm); layers]).unwrap_or_default()
+        }
+        Clipping::PerLayer => {
+            let bound = clip_norm / (layers as f64).sqrt();
+            layer_sq_norms.into_iter().map(|n| factors(n, bound)).collect()
+        }
+    }
+}

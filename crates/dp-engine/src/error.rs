@@ -1,0 +1,49 @@
+//! Engine errors: one line each, saying what went wrong and what to do.
+
+use thiserror::Error;
+
+/// Why the engine could not do what was asked.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// A configuration value is out of range or inconsistent.
+    #[error("invalid {name}: {reason}")]
+    InvalidParameter {
+        /// The user-facing name of the parameter.
+        name: &'static str,
+        /// What it must satisfy.
+        reason: String,
+    },
+    /// A model asks for a layer that has no DP implementation.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The requested device cannot be used.
+    #[error("device: {0}")]
+    Device(String),
+    /// The data could not be loaded (the message names the file).
+    #[error("{0}")]
+    Data(String),
+    /// Privacy accounting refused the run (bad parameters, unreachable target, exhausted budget).
+    #[error("privacy: {0}")]
+    Privacy(String),
+    /// Training diverged (NaN or infinite loss).
+    #[error("training diverged: {0}")]
+    Diverged(String),
+    /// A checkpoint could not be written or read.
+    #[error("checkpoint {path}: {reason}")]
+    Checkpoint {
+        /// The checkpoint file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Result with [`EngineError`].
+pub type Result<T> = std::result::Result<T, EngineError>;
+
+impl EngineError {
+    /// An invalid-parameter error.
+    pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
+        EngineError::InvalidParameter { name, reason: reason.into() }
+    }
+}

@@ -1,0 +1,119 @@
+//! One step on one lot: the lot is split into physical batches that bound memory; each batch is
+//! forwarded with a tape, backwarded once, and its per-example gradients are clipped and summed
+//! layer by layer; after the last batch the sum gets Gaussian noise N(0, (zC)^2) and is divided by
+//! the expected lot size qN (never the realised size, which is data-dependent). With the
+//! mechanism `none` the same pipeline runs without clipping or noise and divides by the realised
+//! size: the unperturbed baseline.
+
+use crate::clipping::{Clipping, clip_factors};
+use crate::error::{EngineError, Result};
+use crate::features::Features;
+use crate::loss::{correct, one_hot, summed_cross_entropy};
+use crate::model::Model;
+use crate::noise::GaussianNoise;
+use crate::tape::Tape;
+use burn::tensor::{Device, Int, Tensor};
+
+/// What is done to the summed gradient of a lot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Privatizer {
+    /// No clipping, no noise, mean over the realised lot (the unperturbed baseline).
+    None,
+    /// DP-SGD: clip each example to `clip_norm`, add N(0, (noise_multiplier * clip_norm)^2), divide
+    /// by `expected_lot_size`.
+    Gaussian {
+        /// Clipping bound C.
+        clip_norm: f64,
+        /// Noise multiplier z.
+        noise_multiplier: f64,
+        /// Flat or per-layer clipping.
+        clipping: Clipping,
+        /// q * N.
+        expected_lot_size: f64,
+    },
+}
+
+/// Where a step's examples come from.
+pub trait ExampleSource {
+    /// The inputs and labels of examples `indices`, on `device`.
+    fn batch(&self, indices: &[usize], device: &Device) -> (Features, Vec<u8>);
+    /// Number of classes.
+    fn classes(&self) -> usize;
+}
+
+/// Training metrics of one lot, kept on the device until read.
+#[derive(Debug, Clone)]
+pub struct LotMetrics {
+    /// Summed cross-entropy.
+    pub loss_sum: Option<Tensor<1>>,
+    /// Correct predictions.
+    pub correct: Option<Tensor<1, Int>>,
+    /// Examples in the lot.
+    pub examples: usize,
+}
+
+impl LotMetrics {
+    /// (mean loss, accuracy) on the host; None for an empty lot.
+    pub fn read(&self) -> Option<(f64, f64)> {
+        let n = self.examples as f64;
+        let loss: f64 = self.loss_sum.clone()?.into_scalar::<f32>().into();
+        let correct = self.correct.clone()?.into_scalar::<i64>() as f64;
+        Some((loss / n, correct / n))
+    }
+}
+
+/// The privatised gradient of one lot (same order and shapes as the model's parameters).
+pub fn lot_gradient(
+    model: &Model,
+    source: &dyn ExampleSource,
+    lot: &[usize],
+    batch_size: usize,
+    privatizer: Privatizer,
+    noise: &mut GaussianNoise,
+    device: &Device,
+) -> Result<(Vec<Tensor<2>>, LotMetrics)> {
+    if batch_size == 0 {
+        return Err(EngineError::invalid("batch size", "must be at least 1"));
+    }
+    let params = model.params();
+    let mut sums: Vec<Tensor<2>> = params.iter().map(|p| p.zeros_like()).collect();
+    let mut metrics = LotMetrics { loss_sum: None, correct: None, examples: lot.len() };
+    for chunk in lot.chunks(batch_size) {
+        let (x, labels) = source.batch(chunk, device);
+        let mut tape = Tape::new(device);
+        let logits = model.forward(x, Some(&mut tape))?;
+        let loss = summed_cross_entropy(logits.clone(), one_hot(&labels, source.classes(), device));
+        let grads = loss.backward();
+        let batch_correct = correct(logits.inner(), &labels, device);
+        let loss = loss.inner();
+        metrics.loss_sum = Some(metrics.loss_sum.map_or(loss.clone(), |s| s + loss));
+        metrics.correct = Some(metrics.correct.map_or(batch_correct.clone(), |c| c + batch_correct));
+        let mut per_example = model.per_example(tape.layer_gradients(&grads)?);
+        let factors = match privatizer {
+            Privatizer::None => vec![None; per_example.len()],
+            Privatizer::Gaussian { clip_norm, clipping, .. } => {
+                let norms = per_example.iter_mut().map(|p| p.sq_norms()).collect();
+                clip_factors(norms, clip_norm, clipping).into_iter().map(Some).collect()
+            }
+        };
+        for (i, (layer, s)) in per_example.iter().zip(&factors).enumerate() {
+            let [w, b] = layer.weighted_sum(s.as_ref());
+            sums[2 * i] = sums[2 * i].clone() + w;
+            sums[2 * i + 1] = sums[2 * i + 1].clone() + b;
+        }
+    }
+    let grads = match privatizer {
+        Privatizer::None => {
+            let n = lot.len().max(1) as f64;
+            sums.into_iter().map(|s| s.div_scalar(n)).collect()
+        }
+        Privatizer::Gaussian { clip_norm, noise_multiplier, expected_lot_size, .. } => sums
+            .into_iter()
+            .map(|s| {
+                let shape = s.dims();
+                (s + noise.sample(shape, noise_multiplier * clip_norm, device)).div_scalar(expected_lot_size)
+            })
+            .collect(),
+    };
+    Ok((grads, metrics))
+}

@@ -1,0 +1,189 @@
+//! Everything that defines a training run. Every field is a `dptrain train` flag and a key of its
+//! TOML config; the resolved config is written to the run folder.
+
+use crate::activation::Activation;
+use crate::backend::DeviceChoice;
+use crate::clipping::Clipping;
+use crate::error::{EngineError, Result};
+use crate::zoo::{ModelName, Normalization};
+use dp_data::DatasetName;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// How the lot's gradient is privatised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// No clipping, no noise: the unperturbed baseline (no privacy).
+    None,
+    /// DP-SGD / DP-Adam: per-example clipping and Gaussian noise.
+    Gaussian,
+}
+
+/// Update rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptimizerName {
+    /// SGD with (heavy-ball) momentum.
+    Sgd,
+    /// Adam.
+    Adam,
+}
+
+/// How lots are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SamplingName {
+    /// Each example independently with rate q = lot/N (what the accountants assume).
+    Poisson,
+    /// Fixed-size lots from shuffled passes (not covered by the accountants: label `none`).
+    Shuffled,
+}
+
+/// Sound accountant used for the run's epsilon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccountantName {
+    /// Rényi DP (what Opacus and TF Privacy report).
+    Rdp,
+    /// Privacy random variables: a tight upper bound.
+    Prv,
+}
+
+/// A training run's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// Dataset.
+    pub dataset: DatasetName,
+    /// Folder holding the dataset's files (default: the dataset's standard location).
+    pub data_dir: Option<PathBuf>,
+    /// Architecture.
+    pub model: ModelName,
+    /// Non-linearity.
+    pub activation: Activation,
+    /// Hidden width of `mlp`.
+    pub hidden: Option<usize>,
+    /// Normalisation layers (BatchNorm is refused).
+    pub normalization: Normalization,
+    /// Device.
+    pub device: DeviceChoice,
+    /// Privacy mechanism.
+    pub mechanism: Mechanism,
+    /// Passes over the data (steps = round(epochs * N / lot_size)).
+    pub epochs: f64,
+    /// Expected examples per lot L (the sampling rate is q = L / N).
+    pub lot_size: usize,
+    /// Examples per physical batch (bounds memory; does not change the result).
+    pub batch_size: usize,
+    /// Lot sampling.
+    pub sampling: SamplingName,
+    /// Noise multiplier z (noise std = z * clip_norm); exclusive with target_epsilon.
+    pub noise_multiplier: Option<f64>,
+    /// Calibrate z so that the whole run spends this epsilon.
+    pub target_epsilon: Option<f64>,
+    /// Delta of the reported (epsilon, delta).
+    pub delta: f64,
+    /// Clipping bound C.
+    pub clip_norm: f64,
+    /// Flat or per-layer clipping.
+    pub clipping: Clipping,
+    /// Update rule.
+    pub optimizer: OptimizerName,
+    /// Learning rate.
+    pub learning_rate: f64,
+    /// SGD momentum.
+    pub momentum: f64,
+    /// Accountant.
+    pub accountant: AccountantName,
+    /// Seed for a reproducible run (sampling, noise and initialisation); None keys from the OS.
+    pub seed: Option<u64>,
+    /// Write a checkpoint every this many steps (0: only at the end).
+    pub checkpoint_every: u64,
+    /// Run folder.
+    pub out_dir: PathBuf,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            dataset: DatasetName::FashionMnist,
+            data_dir: None,
+            model: ModelName::MnistCnn,
+            activation: Activation::Tanh,
+            hidden: None,
+            normalization: Normalization::None,
+            device: DeviceChoice::Auto,
+            mechanism: Mechanism::Gaussian,
+            epochs: 1.0,
+            lot_size: 256,
+            batch_size: 256,
+            sampling: SamplingName::Poisson,
+            noise_multiplier: None,
+            target_epsilon: None,
+            delta: 1e-5,
+            clip_norm: 1.0,
+            clipping: Clipping::Flat,
+            optimizer: OptimizerName::Sgd,
+            learning_rate: 0.5,
+            momentum: 0.0,
+            accountant: AccountantName::Rdp,
+            seed: None,
+            checkpoint_every: 200,
+            out_dir: PathBuf::from("runs/latest"),
+        }
+    }
+}
+
+fn positive(name: &'static str, v: f64) -> Result<()> {
+    if v.is_finite() && v > 0.0 { Ok(()) } else { Err(EngineError::invalid(name, format!("{v} must be positive"))) }
+}
+
+impl TrainConfig {
+    /// Checks the values that do not depend on the data.
+    pub fn validate(&self) -> Result<()> {
+        positive("epochs", self.epochs)?;
+        positive("learning rate", self.learning_rate)?;
+        if self.lot_size == 0 {
+            return Err(EngineError::invalid("lot size", "must be at least 1"));
+        }
+        if self.batch_size == 0 {
+            return Err(EngineError::invalid("batch size", "must be at least 1"));
+        }
+        if self.mechanism == Mechanism::Gaussian {
+            positive("clip norm", self.clip_norm)?;
+            if !(self.delta > 0.0 && self.delta < 1.0) {
+                return Err(EngineError::invalid("delta", format!("{} is not in (0, 1)", self.delta)));
+            }
+            match (self.noise_multiplier, self.target_epsilon) {
+                (Some(_), Some(_)) => {
+                    return Err(EngineError::invalid(
+                        "privacy",
+                        "give either --noise-multiplier or --target-epsilon, not both",
+                    ));
+                }
+                (None, None) => {
+                    return Err(EngineError::invalid(
+                        "privacy",
+                        "the gaussian mechanism needs --noise-multiplier or --target-epsilon (or --mechanism none)",
+                    ));
+                }
+                (Some(z), None) => positive("noise multiplier", z)?,
+                (None, Some(e)) => positive("target epsilon", e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Planned steps for a training set of `n` examples.
+    pub fn planned_steps(&self, n: usize) -> Result<u64> {
+        let steps = (self.epochs * n as f64 / self.lot_size as f64).round();
+        if steps < 1.0 {
+            return Err(EngineError::invalid(
+                "epochs",
+                format!("{} epochs of lots of {} is no step", self.epochs, self.lot_size),
+            ));
+        }
+        Ok(steps as u64)
+    }
+}

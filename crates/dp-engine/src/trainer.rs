@@ -1,0 +1,456 @@
+//! The training loop: data, model, privacy calibration, DP steps recorded in a ledger that can
+//! never exceed the planned (and budgeted) steps, evaluation, metrics, checkpoints and resume.
+
+use crate::backend::SelectedDevice;
+use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint, write_atomic};
+use crate::error::{EngineError, Result};
+use crate::features::Features;
+use crate::loss::correct;
+use crate::model::Model;
+use crate::noise::GaussianNoise;
+use crate::optimizer::{Optimizer, OptimizerKind};
+use crate::step::{ExampleSource, Privatizer, lot_gradient};
+use crate::tensor_io::{checked_matrix, to_host};
+use crate::train_config::{AccountantName, Mechanism, OptimizerName, SamplingName, TrainConfig};
+use crate::zoo::{ModelSpec, build};
+use dp_accounting::{Accountant, Guarantee, PrivacyLedger, PrvAccountant, RdpAccountant, calibrate_noise_multiplier};
+use dp_data::{ChaChaState, DatasetName, ImageDataset, LotSampler, Sampling, Split};
+use serde::Serialize;
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The ChaCha20 stream reserved for parameter initialisation.
+const INIT_STREAM: u64 = 2;
+/// Examples per batch when evaluating.
+const EVAL_BATCH: usize = 1000;
+
+/// An epsilon with everything needed to read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrivacySpent {
+    /// Epsilon (None: no privacy at all, the unperturbed baseline).
+    pub epsilon: Option<f64>,
+    /// Delta.
+    pub delta: f64,
+    /// Accountant that computed it.
+    pub accountant: String,
+    /// How much to trust it.
+    pub guarantee: Guarantee,
+}
+
+/// What the trainer tells its observer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The run is set up.
+    Started {
+        /// Backend and adapter.
+        device: String,
+        /// Scalar parameters of the model.
+        parameters: usize,
+        /// Training examples.
+        train_examples: usize,
+        /// Sampling rate q.
+        sample_rate: f64,
+        /// Noise multiplier z (None for the baseline).
+        noise_multiplier: Option<f64>,
+        /// Steps planned.
+        planned_steps: u64,
+        /// Step the run starts from (non-zero when resumed).
+        start_step: u64,
+        /// Privacy the whole planned run will have spent.
+        planned_privacy: PrivacySpent,
+        /// Caveats the user must read.
+        notes: Vec<String>,
+    },
+    /// Training metrics of recent lots (on the private training data: not DP).
+    Step {
+        /// Steps done.
+        step: u64,
+        /// Mean training loss of the last lot.
+        loss: f64,
+        /// Training accuracy of the last lot.
+        accuracy: f64,
+    },
+    /// Evaluation at an epoch boundary or at the end.
+    Evaluated {
+        /// Steps done.
+        step: u64,
+        /// Test accuracy.
+        test_accuracy: f64,
+        /// Privacy spent so far.
+        privacy: PrivacySpent,
+    },
+}
+
+/// The final report of a run (also written to report.json).
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainReport {
+    /// Test accuracy of the final model.
+    pub test_accuracy: f64,
+    /// Epsilon spent (None for the baseline).
+    pub epsilon: Option<f64>,
+    /// Delta.
+    pub delta: f64,
+    /// Accountant.
+    pub accountant: String,
+    /// Guarantee label of epsilon.
+    pub guarantee: Guarantee,
+    /// Steps taken.
+    pub steps: u64,
+    /// Wall-clock training seconds (over all resumed segments).
+    pub seconds: f64,
+    /// Noise multiplier used.
+    pub noise_multiplier: Option<f64>,
+    /// Sampling rate q.
+    pub sample_rate: f64,
+    /// Device.
+    pub device: String,
+    /// Model.
+    pub model: String,
+    /// Mechanism.
+    pub mechanism: Mechanism,
+    /// True when the run was seeded (reproducible).
+    pub seeded: bool,
+    /// Caveats.
+    pub notes: Vec<String>,
+    /// The run folder.
+    pub run_dir: PathBuf,
+    /// False when this session stopped before the planned steps (resume to continue).
+    pub completed: bool,
+}
+
+/// Loads a named dataset split from `dir` (or its standard location).
+pub fn load_dataset(name: DatasetName, dir: Option<&Path>, split: Split) -> Result<ImageDataset> {
+    let dir = match dir.map(Path::to_path_buf).or_else(|| name.default_dir()) {
+        Some(d) => d,
+        None => {
+            return Err(EngineError::invalid(
+                "data dir",
+                format!("{name:?} has no standard location: give --data-dir"),
+            ));
+        }
+    };
+    name.load(&dir, split).map_err(|e| EngineError::Data(e.to_string()))
+}
+
+fn accountant(name: AccountantName) -> Box<dyn Accountant> {
+    match name {
+        AccountantName::Rdp => Box::new(RdpAccountant::default()),
+        AccountantName::Prv => Box::new(PrvAccountant::default()),
+    }
+}
+
+/// The privacy of `ledger` under the run's configuration and its caveats.
+fn privacy(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
+    if config.mechanism == Mechanism::None {
+        return Ok(PrivacySpent {
+            epsilon: None,
+            delta: config.delta,
+            accountant: "none".into(),
+            guarantee: Guarantee::None,
+        });
+    }
+    if ledger.is_empty() {
+        return Ok(PrivacySpent {
+            epsilon: Some(0.0),
+            delta: config.delta,
+            accountant: format!("{:?}", config.accountant).to_lowercase(),
+            guarantee: Guarantee::Certified,
+        });
+    }
+    let report =
+        accountant(config.accountant).epsilon(ledger, config.delta).map_err(|e| EngineError::Privacy(e.to_string()))?;
+    let guarantee = match config.sampling {
+        SamplingName::Poisson => report.guarantee,
+        SamplingName::Shuffled => Guarantee::None,
+    };
+    Ok(PrivacySpent { epsilon: Some(report.epsilon), delta: report.delta, accountant: report.accountant, guarantee })
+}
+
+fn notes(config: &TrainConfig) -> Vec<String> {
+    let mut notes = Vec::new();
+    match config.mechanism {
+        Mechanism::None => notes.push("--mechanism none: no clipping and no noise, so no privacy at all".into()),
+        Mechanism::Gaussian => {
+            if config.sampling == SamplingName::Shuffled {
+                notes.push(
+                    "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
+                );
+            }
+            if config.seed.is_some() {
+                notes.push("reproducible run: sampling and noise derive from --seed, so the guarantee holds only while the seed stays secret".into());
+            }
+        }
+    }
+    notes
+}
+
+/// Resolves the noise multiplier: given, or calibrated for the planned steps.
+fn noise_multiplier(config: &TrainConfig, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
+    if config.mechanism == Mechanism::None {
+        return Ok(None);
+    }
+    match (config.noise_multiplier, config.target_epsilon) {
+        (Some(z), _) => Ok(Some(z)),
+        (None, Some(target)) => {
+            let acc = accountant(config.accountant);
+            let c = calibrate_noise_multiplier(acc.as_ref(), target, config.delta, sample_rate, steps)
+                .map_err(|e| EngineError::Privacy(e.to_string()))?;
+            Ok(Some(c.noise_multiplier))
+        }
+        (None, None) => Err(EngineError::invalid("privacy", "no noise multiplier or target epsilon")),
+    }
+}
+
+/// Test accuracy of `model` on `data`.
+pub fn evaluate(model: &Model, data: &ImageDataset, device: &burn::tensor::Device) -> Result<f64> {
+    let indices: Vec<usize> = (0..data.len()).collect();
+    let mut total = 0i64;
+    for chunk in indices.chunks(EVAL_BATCH) {
+        let (x, labels): (Features, Vec<u8>) = ExampleSource::batch(data, chunk, device);
+        let logits = model.forward(x, None)?;
+        total += correct(logits, &labels, device).into_scalar::<i64>();
+    }
+    Ok(total as f64 / data.len().max(1) as f64)
+}
+
+fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
+    let io = |e: std::io::Error| EngineError::Checkpoint { path: path.to_path_buf(), reason: e.to_string() };
+    let mut f = OpenOptions::new().create(true).append(true).open(path).map_err(io)?;
+    let line = serde_json::to_string(value).unwrap_or_default();
+    writeln!(f, "{line}").map_err(io)
+}
+
+fn optimizer_kind(config: &TrainConfig) -> OptimizerKind {
+    match config.optimizer {
+        OptimizerName::Sgd => OptimizerKind::Sgd { momentum: config.momentum },
+        OptimizerName::Adam => OptimizerKind::Adam { beta1: 0.9, beta2: 0.999, epsilon: 1e-8 },
+    }
+}
+
+/// The checkpoint file of a run folder.
+pub fn checkpoint_path(run_dir: &Path) -> PathBuf {
+    run_dir.join("checkpoint.json")
+}
+
+/// How this invocation runs: fresh or resumed, and whether it stops early.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Session {
+    /// Continue the run in the config's run folder from its checkpoint.
+    pub resume: bool,
+    /// Take at most this many steps now, then checkpoint and return (resume later).
+    pub stop_after: Option<u64>,
+}
+
+/// Trains as `config` says (or resumes the run in `config.out_dir`), reporting progress to
+/// `observe`.
+pub fn train(
+    config: TrainConfig,
+    session: Session,
+    device: &SelectedDevice,
+    observe: &mut dyn FnMut(&Event),
+) -> Result<TrainReport> {
+    let run_dir = config.out_dir.clone();
+    let ckpt_path = checkpoint_path(&run_dir);
+    let checkpoint = if session.resume { Some(Checkpoint::load(&ckpt_path)?) } else { None };
+    // A resumed run continues with its own configuration, whatever else was passed.
+    let config = checkpoint.as_ref().map_or(config, |c| TrainConfig { out_dir: run_dir.clone(), ..c.config.clone() });
+    config.validate()?;
+    let train_data = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Train)?;
+    let test_data = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Test)?;
+    let n = train_data.len();
+    if config.lot_size > n {
+        return Err(EngineError::invalid("lot size", format!("{} exceeds the {n} training examples", config.lot_size)));
+    }
+    let sample_rate = config.lot_size as f64 / n as f64;
+    let planned_steps = config.planned_steps(n)?;
+    let z = match &checkpoint {
+        Some(c) => c.noise_multiplier,
+        None => noise_multiplier(&config, sample_rate, planned_steps)?,
+    };
+    let planned_ledger = match z {
+        Some(z) => PrivacyLedger::homogeneous(z, sample_rate, planned_steps)
+            .map_err(|e| EngineError::Privacy(e.to_string()))?,
+        None => PrivacyLedger::new(),
+    };
+    let planned_privacy = privacy(&config, &planned_ledger)?;
+    if let (Some(target), Some(eps)) = (config.target_epsilon, planned_privacy.epsilon)
+        && eps > target * (1.0 + 1e-9)
+    {
+        return Err(EngineError::Privacy(format!(
+            "the planned run would spend epsilon {eps}, above the budget {target}"
+        )));
+    }
+
+    let spec = ModelSpec {
+        name: config.model,
+        activation: config.activation,
+        hidden: config.hidden,
+        normalization: config.normalization,
+    };
+    let mut init_rng = ChaChaState::new(config.seed, INIT_STREAM).restore();
+    let mut model = build(spec, train_data.shape(), train_data.classes(), &mut init_rng, &device.device)?;
+    let dev = &device.device;
+    let (mut optimizer, mut sampler, mut noise, mut ledger, mut step, mut seconds) = match checkpoint {
+        Some(c) => {
+            let bad = || EngineError::Checkpoint {
+                path: ckpt_path.clone(),
+                reason: "parameters do not fit the model".into(),
+            };
+            let shapes: Vec<[usize; 2]> = model.params().iter().map(|p| p.dims()).collect();
+            if shapes.len() != c.params.len() {
+                return Err(bad());
+            }
+            let params = c
+                .params
+                .into_iter()
+                .zip(&shapes)
+                .map(
+                    |((shape, values), want)| {
+                        if shape == *want { checked_matrix(values, shape, dev).ok_or_else(bad) } else { Err(bad()) }
+                    },
+                )
+                .collect::<Result<Vec<_>>>()?;
+            model.set_params(params);
+            (
+                Optimizer::from_state(c.optimizer, dev)?,
+                c.sampler,
+                GaussianNoise::from_state(c.noise),
+                c.ledger,
+                c.step,
+                c.seconds,
+            )
+        }
+        None => {
+            fs::create_dir_all(&run_dir)
+                .map_err(|e| EngineError::Checkpoint { path: run_dir.clone(), reason: e.to_string() })?;
+            let resolved = TrainConfig { noise_multiplier: z, target_epsilon: config.target_epsilon, ..config.clone() };
+            let toml = toml::to_string(&resolved).map_err(|e| EngineError::invalid("config", e.to_string()))?;
+            write_atomic(&run_dir.join("config.toml"), toml.as_bytes())?;
+            let _ = fs::remove_file(run_dir.join("metrics.jsonl"));
+            let sampling = match config.sampling {
+                SamplingName::Poisson => Sampling::Poisson { rate: sample_rate },
+                SamplingName::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
+            };
+            let sampler = LotSampler::new(sampling, n, config.seed).map_err(|e| EngineError::Data(e.to_string()))?;
+            (
+                Optimizer::new(optimizer_kind(&config))?,
+                sampler,
+                GaussianNoise::new(config.seed),
+                PrivacyLedger::new(),
+                0,
+                0.0,
+            )
+        }
+    };
+    let notes = notes(&config);
+    observe(&Event::Started {
+        device: format!("{} ({})", device.backend, device.name),
+        parameters: model.num_params(),
+        train_examples: n,
+        sample_rate,
+        noise_multiplier: z,
+        planned_steps,
+        start_step: step,
+        planned_privacy,
+        notes: notes.clone(),
+    });
+
+    let privatizer = match z {
+        Some(noise_multiplier) => Privatizer::Gaussian {
+            clip_norm: config.clip_norm,
+            noise_multiplier,
+            clipping: config.clipping,
+            expected_lot_size: sample_rate * n as f64,
+        },
+        None => Privatizer::None,
+    };
+    let steps_per_epoch = ((n as f64 / config.lot_size as f64).round() as u64).max(1);
+    let log_every = (steps_per_epoch / 10).max(1);
+    let metrics_path = run_dir.join("metrics.jsonl");
+    let save = |model: &Model,
+                optimizer: &Optimizer,
+                sampler: &LotSampler,
+                noise: &GaussianNoise,
+                ledger: &PrivacyLedger,
+                step: u64,
+                seconds: f64| {
+        Checkpoint {
+            version: CHECKPOINT_VERSION,
+            config: config.clone(),
+            noise_multiplier: z,
+            planned_steps,
+            step,
+            ledger: ledger.clone(),
+            params: model.params().iter().map(|p| (p.dims(), to_host(p))).collect(),
+            optimizer: optimizer.state(),
+            sampler: sampler.clone(),
+            noise: noise.state().clone(),
+            seconds,
+        }
+        .save(&ckpt_path)
+    };
+    let mut segment = Instant::now();
+    let stop_at = session.stop_after.map_or(planned_steps, |s| (step + s).min(planned_steps));
+    while step < stop_at {
+        let lot = sampler.next_lot();
+        let (grads, metrics) = lot_gradient(&model, &train_data, &lot, config.batch_size, privatizer, &mut noise, dev)?;
+        model.set_params(optimizer.step(config.learning_rate, model.params(), grads));
+        if let Some(z) = z {
+            ledger.record(z, sample_rate, 1).map_err(|e| EngineError::Privacy(e.to_string()))?;
+        }
+        step += 1;
+        if step % log_every == 0 || step == planned_steps {
+            if let Some((loss, accuracy)) = metrics.read() {
+                if !loss.is_finite() {
+                    return Err(EngineError::Diverged(format!(
+                        "loss is {loss} at step {step}; lower --learning-rate (the last checkpoint is kept)"
+                    )));
+                }
+                let event = Event::Step { step, loss, accuracy };
+                append_line(&metrics_path, &event)?;
+                observe(&event);
+            }
+        }
+        let epoch_end = step % steps_per_epoch == 0 || step == planned_steps;
+        if epoch_end {
+            let event = Event::Evaluated {
+                step,
+                test_accuracy: evaluate(&model, &test_data, dev)?,
+                privacy: privacy(&config, &ledger)?,
+            };
+            append_line(&metrics_path, &event)?;
+            observe(&event);
+        }
+        if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at {
+            seconds += segment.elapsed().as_secs_f64();
+            segment = Instant::now();
+            save(&model, &optimizer, &sampler, &noise, &ledger, step, seconds)?;
+        }
+    }
+    let test_accuracy = evaluate(&model, &test_data, dev)?;
+    let spent = privacy(&config, &ledger)?;
+    let report = TrainReport {
+        test_accuracy,
+        epsilon: spent.epsilon,
+        delta: spent.delta,
+        accountant: spent.accountant,
+        guarantee: spent.guarantee,
+        steps: step,
+        seconds,
+        noise_multiplier: z,
+        sample_rate,
+        device: format!("{} ({})", device.backend, device.name),
+        model: config.model.as_str().into(),
+        mechanism: config.mechanism,
+        seeded: config.seed.is_some(),
+        notes,
+        run_dir: run_dir.clone(),
+        completed: step == planned_steps,
+    };
+    let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
+    write_atomic(&run_dir.join("report.json"), &json)?;
+    Ok(report)
+}

@@ -1,0 +1,163 @@
+//! End-to-end tests of `dptrain train` and `dptrain bench` on a tiny MNIST-format dataset written
+//! to a temporary folder: the report's contract, one-line errors, and resume after a kill.
+
+use dp_data::idx::encode_idx;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn dptrain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dptrain")).args(args).output().expect("dptrain runs")
+}
+
+/// A dataset of `n` 28x28 images whose class shows in their brightness (learnable), plus 50 test images.
+fn tiny_dataset(dir: &Path, n: usize) {
+    let write = |prefix: &str, count: usize| {
+        let labels: Vec<u8> = (0..count).map(|i| (i % 10) as u8).collect();
+        let pixels: Vec<u8> =
+            labels.iter().flat_map(|&l| (0..784).map(move |p| ((p * 7 + usize::from(l) * 25) % 256) as u8)).collect();
+        std::fs::write(dir.join(format!("{prefix}-images-idx3-ubyte")), encode_idx(&[count, 28, 28], &pixels)).unwrap();
+        std::fs::write(dir.join(format!("{prefix}-labels-idx1-ubyte")), encode_idx(&[count], &labels)).unwrap();
+    };
+    write("train", n);
+    write("t10k", 50);
+}
+
+fn one_line_error(out: &Output, needle: &str) {
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "stderr: {stderr}");
+    assert!(stderr.contains(needle), "stderr: {stderr}");
+}
+
+fn base_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec!["train", "--device", "cpu", "--data-dir", data, "--out-dir", out, "--model", "logreg", "--lot-size", "50"]
+}
+
+#[test]
+fn train_reports_the_contract_keys_and_writes_the_run_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, out) = (tmp.path().join("data"), tmp.path().join("run"));
+    std::fs::create_dir(&data).unwrap();
+    tiny_dataset(&data, 500);
+    let mut args = base_args(data.to_str().unwrap(), out.to_str().unwrap());
+    args.extend(["--epochs", "2", "--target-epsilon", "3", "--delta", "1e-3", "--seed", "1", "--json"]);
+    let output = dptrain(&args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let v: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for key in ["test_accuracy", "epsilon", "delta", "guarantee", "steps", "seconds"] {
+        assert!(v.get(key).is_some(), "missing {key}: {v}");
+    }
+    assert_eq!(v["steps"], 20);
+    assert_eq!(v["guarantee"], "certified");
+    let eps = v["epsilon"].as_f64().unwrap();
+    assert!(eps <= 3.0 && eps > 2.99, "calibrated run spends its budget: {eps}");
+    for file in ["config.toml", "metrics.jsonl", "checkpoint.json", "report.json"] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    // The resolved config records the calibrated noise multiplier.
+    let config = std::fs::read_to_string(out.join("config.toml")).unwrap();
+    assert!(config.contains("noise_multiplier ="), "{config}");
+}
+
+#[test]
+fn train_refuses_bad_input_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let out = tmp.path().join("run");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    // Missing data.
+    one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1"]].concat()), "train-images-idx3-ubyte");
+    // Corrupt file: a truncated image file.
+    tiny_dataset(&data, 100);
+    let images = data.join("train-images-idx3-ubyte");
+    let bytes = std::fs::read(&images).unwrap();
+    std::fs::write(&images, &bytes[..bytes.len() / 2]).unwrap();
+    one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1"]].concat()), "train-images-idx3-ubyte");
+    tiny_dataset(&data, 100);
+    // Bad flag and bad value.
+    one_line_error(&dptrain(&[base_args(d, o), vec!["--no-such-flag"]].concat()), "--no-such-flag");
+    one_line_error(&dptrain(&[base_args(d, o), vec!["--activation", "swish"]].concat()), "swish");
+    // Impossible epsilon, and no privacy parameter at all.
+    one_line_error(&dptrain(&[base_args(d, o), vec!["--target-epsilon", "1e-9"]].concat()), "epsilon");
+    one_line_error(&dptrain(&base_args(d, o)), "--target-epsilon");
+    // BatchNorm is refused with what to use instead.
+    one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--normalization", "batch"]].concat()), "GroupNorm");
+}
+
+fn checkpoint(out: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(out.join("checkpoint.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    tiny_dataset(&data, 2000);
+    let d = data.to_str().unwrap();
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = base_args(d, out.to_str().unwrap());
+        args.extend(["--epochs", "8", "-z", "1.2", "--seed", "5", "--checkpoint-every", "1", "--optimizer", "adam"]);
+        args.extend(extra);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_dptrain"));
+        command.args(&args).stdout(Stdio::null()).stderr(Stdio::null());
+        command
+    };
+    let whole = tmp.path().join("whole");
+    assert!(run(&whole, &[]).status().unwrap().success());
+    let reference = checkpoint(&whole);
+    assert_eq!(reference["step"], 320);
+
+    // Stopped, then resumed.
+    let stopped = tmp.path().join("stopped");
+    assert!(run(&stopped, &["--stop-after", "7"]).status().unwrap().success());
+    assert_eq!(checkpoint(&stopped)["step"], 7);
+    assert!(run(&stopped, &["--resume"]).status().unwrap().success());
+    let resumed = checkpoint(&stopped);
+    assert_eq!(resumed["ledger"], reference["ledger"]);
+    assert_eq!(resumed["params"], reference["params"], "a seeded resumed run ends with the same model");
+
+    // Killed at an arbitrary moment (after at least one checkpoint), then resumed.
+    let killed = tmp.path().join("killed");
+    let mut child = run(&killed, &[]).spawn().unwrap();
+    let start = Instant::now();
+    while !killed.join("checkpoint.json").exists() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(run(&killed, &["--resume"]).status().unwrap().success());
+    let after_kill = checkpoint(&killed);
+    assert_eq!(after_kill["ledger"], reference["ledger"]);
+    assert_eq!(after_kill["params"], reference["params"]);
+}
+
+#[test]
+fn bench_json_has_the_contract_keys() {
+    let out = dptrain(&[
+        "bench",
+        "--model",
+        "logreg",
+        "--lot-size",
+        "16",
+        "--device",
+        "cpu",
+        "--iterations",
+        "3",
+        "--warmup",
+        "1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["model"], "logreg");
+    assert_eq!(v["lot_size"], 16);
+    let none = v["ms_per_lot"]["none"].as_f64().unwrap();
+    let gaussian = v["ms_per_lot"]["gaussian"].as_f64().unwrap();
+    assert!(none > 0.0 && gaussian > 0.0);
+    assert!((v["ratio_gaussian"].as_f64().unwrap() - gaussian / none).abs() < 1e-9);
+    assert!(v["device"].as_str().unwrap().starts_with("cpu"));
+}
