@@ -1,6 +1,28 @@
 //! The DP training engine on Burn: models built from DP layers that expose per-example gradient
 //! norms without a per-example loop, the DP step (clip, noise, divide by the expected lot size,
 //! optimise), and the trainer that records every step in a privacy ledger.
+//!
+//! Per-example gradient norms of a batch from one backward pass:
+//!
+//! ```
+//! use burn::tensor::{Tensor, TensorData};
+//! use dp_engine::{activation::Activation, features::Features, loss, tape::Tape, tensor_io::to_host};
+//! use dp_engine::zoo::{ModelName, ModelSpec, Normalization, build};
+//! use rand::SeedableRng;
+//!
+//! let device = dp_engine::backend::cpu().device;
+//! let spec = ModelSpec { name: ModelName::Logreg, activation: Activation::Tanh, hidden: None, normalization: Normalization::None };
+//! let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0);
+//! let model = build(spec, [1, 2, 2], 3, &mut rng, &device)?;
+//! let x = Tensor::<4>::from_data(TensorData::new(vec![0.5f32; 8], [2, 1, 2, 2]), &device);
+//! let mut tape = Tape::new(&device);
+//! let logits = model.forward(Features::Image(x), Some(&mut tape))?;
+//! let grads = loss::summed_cross_entropy(logits, loss::one_hot(&[0, 2], 3, &device)).backward();
+//! let mut layers = model.per_example(tape.layer_gradients(&grads)?);
+//! let sq_norms = to_host(&layers[0].sq_norms());
+//! assert_eq!(sq_norms.len(), 2); // one squared norm per example
+//! # Ok::<(), dp_engine::EngineError>(())
+//! ```
 
 pub mod activation;
 pub mod backend;
