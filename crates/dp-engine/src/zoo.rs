@@ -174,7 +174,8 @@ pub fn build(
     if spec.normalization == Normalization::Batch {
         return Err(EngineError::Unsupported(
             "BatchNorm has no DP implementation (it mixes the examples of a batch, so per-example \
-             gradients and their clipping are undefined); use GroupNorm or no normalisation"
+             gradients and their clipping are undefined); use GroupNorm, which normalises each example on its \
+             own (not yet in dptrain's model zoo), or --normalization none"
                 .into(),
         ));
     }
