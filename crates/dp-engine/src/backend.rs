@@ -34,11 +34,15 @@ pub struct SelectedDevice {
 /// Opens the default wgpu adapter and reports whether it is a physical GPU. wgpu panics where no
 /// adapter exists at all; that is turned into an error.
 fn open_wgpu() -> Result<SelectedDevice> {
+    // Silence the panic message while probing: a missing adapter is reported as an error below.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
     let opened = catch_unwind(AssertUnwindSafe(|| {
         let device = Device::wgpu(DeviceKind::DefaultDevice);
         let identity = device.identity();
         (device, identity)
     }));
+    std::panic::set_hook(hook);
     match opened {
         Ok((device, Some(identity))) => Ok(SelectedDevice {
             device,
