@@ -4,6 +4,7 @@
 
 use crate::error::{EngineError, Result};
 use crate::optimizer::OptimizerState;
+use crate::tensor_io::HostMatrix;
 use crate::train_config::TrainConfig;
 use dp_accounting::PrivacyLedger;
 use dp_data::{ChaChaState, LotSampler};
@@ -30,8 +31,8 @@ pub struct Checkpoint {
     pub step: u64,
     /// Every privatised step taken so far.
     pub ledger: PrivacyLedger,
-    /// Model parameters: (shape, row-major values) in the model's order.
-    pub params: Vec<([usize; 2], Vec<f32>)>,
+    /// Model parameters in the model's order.
+    pub params: Vec<HostMatrix>,
     /// Optimiser state.
     pub optimizer: OptimizerState,
     /// Lot sampler (including its random stream).

@@ -12,14 +12,6 @@ pub enum Features {
 }
 
 impl Features {
-    /// Number of examples in the batch.
-    pub fn batch_size(&self) -> usize {
-        match self {
-            Features::Image(t) => t.dims()[0],
-            Features::Flat(t) => t.dims()[0],
-        }
-    }
-
     /// As flat features [batch, everything else].
     pub fn into_flat(self) -> Tensor<2> {
         match self {

@@ -3,7 +3,7 @@
 //! with the privacy ledger, sampler and noise stream in one atomic file.
 
 use crate::error::{EngineError, Result};
-use crate::tensor_io::{checked_matrix, to_host};
+use crate::tensor_io::{HostMatrix, matrices_from_host, matrices_to_host};
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -68,8 +68,8 @@ pub struct OptimizerState {
     pub kind: OptimizerKind,
     /// Steps taken.
     pub steps: u64,
-    /// Buffers: per parameter, per buffer, (shape, values).
-    pub buffers: Vec<Vec<([usize; 2], Vec<f32>)>>,
+    /// Buffers: per parameter, per buffer.
+    pub buffers: Vec<Vec<HostMatrix>>,
 }
 
 impl Optimizer {
@@ -118,7 +118,7 @@ impl Optimizer {
 
     /// The state on the host.
     pub fn state(&self) -> OptimizerState {
-        let buffers = self.buffers.iter().map(|bufs| bufs.iter().map(|b| (b.dims(), to_host(b))).collect()).collect();
+        let buffers = self.buffers.iter().map(|bufs| matrices_to_host(bufs)).collect();
         OptimizerState { kind: self.kind, steps: self.steps, buffers }
     }
 
@@ -129,11 +129,7 @@ impl Optimizer {
         let buffers = state
             .buffers
             .into_iter()
-            .map(|bufs| {
-                bufs.into_iter()
-                    .map(|(shape, values)| checked_matrix(values, shape, device).ok_or_else(bad))
-                    .collect::<Result<Vec<_>>>()
-            })
+            .map(|bufs| matrices_from_host(bufs, device).ok_or_else(bad))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self { kind: state.kind, steps: state.steps, buffers })
     }

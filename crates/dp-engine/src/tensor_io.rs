@@ -12,7 +12,19 @@ pub fn to_host<const D: usize>(t: &Tensor<D>) -> Vec<f32> {
     t.to_data().try_into_vec_as::<f32>().expect("a float tensor converts to f32")
 }
 
-/// Like [`matrix`], for values read from a file: None when their count does not fit the shape.
-pub fn checked_matrix(values: Vec<f32>, shape: [usize; 2], device: &Device) -> Option<Tensor<2>> {
-    (values.len() == shape[0] * shape[1]).then(|| matrix(values, shape, device))
+/// A matrix on the host: its shape and row-major values (how checkpoints store tensors).
+pub type HostMatrix = ([usize; 2], Vec<f32>);
+
+/// Host copies of `tensors`.
+pub fn matrices_to_host(tensors: &[Tensor<2>]) -> Vec<HostMatrix> {
+    tensors.iter().map(|t| (t.dims(), to_host(t))).collect()
+}
+
+/// Tensors on `device` from host copies read from a file: None when some values do not fit their
+/// shape.
+pub fn matrices_from_host(matrices: Vec<HostMatrix>, device: &Device) -> Option<Vec<Tensor<2>>> {
+    matrices
+        .into_iter()
+        .map(|(shape, values)| (values.len() == shape[0] * shape[1]).then(|| matrix(values, shape, device)))
+        .collect()
 }

@@ -10,7 +10,7 @@ use crate::model::Model;
 use crate::noise::GaussianNoise;
 use crate::optimizer::{Optimizer, OptimizerKind};
 use crate::step::{ExampleSource, Privatizer, lot_gradient};
-use crate::tensor_io::{checked_matrix, to_host};
+use crate::tensor_io::{matrices_from_host, matrices_to_host};
 use crate::train_config::{AccountantName, Mechanism, OptimizerName, SamplingName, TrainConfig};
 use crate::zoo::{ModelSpec, build};
 use dp_accounting::{Accountant, Guarantee, PrivacyLedger, PrvAccountant, RdpAccountant, calibrate_noise_multiplier};
@@ -156,7 +156,7 @@ fn privacy(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent>
         return Ok(PrivacySpent {
             epsilon: Some(0.0),
             delta: config.delta,
-            accountant: format!("{:?}", config.accountant).to_lowercase(),
+            accountant: accountant(config.accountant).name().to_string(),
             guarantee: Guarantee::Certified,
         });
     }
@@ -207,12 +207,13 @@ fn noise_multiplier(config: &TrainConfig, sample_rate: f64, steps: u64) -> Resul
 /// Test accuracy of `model` on `data`.
 pub fn evaluate(model: &Model, data: &ImageDataset, device: &burn::tensor::Device) -> Result<f64> {
     let indices: Vec<usize> = (0..data.len()).collect();
-    let mut total = 0i64;
+    let mut total = None;
     for chunk in indices.chunks(EVAL_BATCH) {
         let (x, labels): (Features, Vec<u8>) = ExampleSource::batch(data, chunk, device);
-        let logits = model.forward(x, None)?;
-        total += correct(logits, &labels, device).into_scalar::<i64>();
+        let batch = correct(model.forward(x, None)?, &labels, device);
+        total = Some(total.map_or(batch.clone(), |t| t + batch));
     }
+    let total = total.map_or(0, |t| t.into_scalar::<i64>());
     Ok(total as f64 / data.len().max(1) as f64)
 }
 
@@ -299,21 +300,9 @@ pub fn train(
                 path: ckpt_path.clone(),
                 reason: "parameters do not fit the model".into(),
             };
-            let shapes: Vec<[usize; 2]> = model.params().iter().map(|p| p.dims()).collect();
-            if shapes.len() != c.params.len() {
-                return Err(bad());
-            }
-            let params = c
-                .params
-                .into_iter()
-                .zip(&shapes)
-                .map(
-                    |((shape, values), want)| {
-                        if shape == *want { checked_matrix(values, shape, dev).ok_or_else(bad) } else { Err(bad()) }
-                    },
-                )
-                .collect::<Result<Vec<_>>>()?;
-            model.set_params(params);
+            let fits = c.params.iter().map(|(shape, _)| *shape).eq(model.params().iter().map(|p| p.dims()));
+            let params = if fits { matrices_from_host(c.params, dev) } else { None };
+            model.set_params(params.ok_or_else(bad)?);
             (
                 Optimizer::from_state(c.optimizer, dev)?,
                 c.sampler,
@@ -384,7 +373,7 @@ pub fn train(
             planned_steps,
             step,
             ledger: ledger.clone(),
-            params: model.params().iter().map(|p| (p.dims(), to_host(p))).collect(),
+            params: matrices_to_host(&model.params()),
             optimizer: optimizer.state(),
             sampler: sampler.clone(),
             noise: noise.state().clone(),
