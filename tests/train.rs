@@ -161,3 +161,42 @@ fn bench_json_has_the_contract_keys() {
     assert!((v["ratio_gaussian"].as_f64().unwrap() - gaussian / none).abs() < 1e-9);
     assert!(v["device"].as_str().unwrap().starts_with("cpu"));
 }
+
+#[test]
+fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    tiny_dataset(&data, 300);
+    let d = data.to_str().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut args = base_args(d, out.to_str().unwrap());
+        args.extend(["--epochs", "1", "-z", "1.1", "--seed", "4", "--json"]);
+        args.extend(extra);
+        let output = dptrain(&args);
+        assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (report, checkpoint(&out)["params"].clone())
+    };
+    let (gaussian, gaussian_params) = run("gaussian", &[]);
+    let (s_zero, s_zero_params) = run("s0", &["--mechanism", "ls-sgd", "--ls-sigma", "0"]);
+    let (smoothed, smoothed_params) = run("s1", &["--mechanism", "ls-sgd", "--ls-sigma", "1"]);
+    let (model_scope, _) = run("model", &["--mechanism", "ls-adam", "--ls-sigma", "2", "--ls-scope", "model"]);
+    assert_eq!(s_zero_params, gaussian_params, "s = 0 must be exactly DP-SGD");
+    assert_ne!(smoothed_params, gaussian_params, "s = 1 must smooth");
+    for report in [&s_zero, &smoothed, &model_scope] {
+        assert_eq!(report["epsilon"], gaussian["epsilon"], "smoothing is post-processing");
+        assert_eq!(report["guarantee"], "certified");
+    }
+    let out = tmp.path().join("bad");
+    let o = out.to_str().unwrap();
+    one_line_error(
+        &dptrain(&[base_args(d, o), vec!["-z", "1", "--mechanism", "ls-sgd", "--ls-sigma", "-1"]].concat()),
+        "ls-sigma",
+    );
+    one_line_error(
+        &dptrain(&[base_args(d, o), vec!["-z", "1", "--mechanism", "ls-adam", "--optimizer", "sgd"]].concat()),
+        "ls-sgd",
+    );
+}

@@ -6,6 +6,7 @@ use clap::Args;
 use dp_data::DatasetName;
 use dp_engine::activation::Activation;
 use dp_engine::clipping::Clipping;
+use dp_engine::smoothing::SmoothingScope;
 use dp_engine::train_config::{AccountantName, Mechanism, OptimizerName, SamplingName, TrainConfig};
 use dp_engine::trainer::{Event, PrivacySpent, Session, TrainReport, checkpoint_path, train};
 use dp_engine::zoo::Normalization;
@@ -68,7 +69,9 @@ pub struct TrainArgs {
     #[arg(long, value_parser = parse::<DeviceChoice>)]
     device: Option<DeviceChoice>,
 
-    /// Mechanism: gaussian (DP-SGD) or none (the unperturbed baseline, no privacy) [default: gaussian].
+    /// Mechanism: gaussian (DP-SGD/DP-Adam), ls-sgd / ls-adam (DP-LSSGD / DP-LSAdam: the noisy
+    /// gradient Laplacian-smoothed, same epsilon) or none (the unperturbed baseline, no privacy)
+    /// [default: gaussian].
     #[arg(long, value_parser = parse::<Mechanism>)]
     mechanism: Option<Mechanism>,
 
@@ -108,7 +111,16 @@ pub struct TrainArgs {
     #[arg(long, value_parser = parse::<Clipping>)]
     clipping: Option<Clipping>,
 
-    /// Optimizer: sgd or adam [default: sgd].
+    /// Laplacian smoothing parameter s of ls-sgd / ls-adam; 0 is plain DP-SGD [default: 1].
+    #[arg(long, allow_negative_numbers = true)]
+    ls_sigma: Option<f64>,
+
+    /// What ls-sgd / ls-adam smooth: tensor (each parameter tensor, as the authors' code) or model
+    /// (all parameters as one vector) [default: tensor].
+    #[arg(long, value_parser = parse::<SmoothingScope>)]
+    ls_scope: Option<SmoothingScope>,
+
+    /// Optimizer: sgd or adam [default: adam for ls-adam, else sgd].
     #[arg(long, value_parser = parse::<OptimizerName>)]
     optimizer: Option<OptimizerName>,
 
@@ -171,7 +183,8 @@ impl TrainArgs {
             delta,
             clip_norm,
             clipping,
-            optimizer,
+            ls_sigma,
+            ls_scope,
             learning_rate,
             momentum,
             accountant,
@@ -180,6 +193,9 @@ impl TrainArgs {
         );
         if self.data_dir.is_some() {
             config.data_dir = self.data_dir.clone();
+        }
+        if self.optimizer.is_some() {
+            config.optimizer = self.optimizer;
         }
         if self.hidden.is_some() {
             config.hidden = self.hidden;

@@ -2,9 +2,8 @@
 //! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path).
 
 use crate::error::{EngineError, Result};
-use burn::tensor::{Device, DeviceKind};
+use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The device a user asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,31 +30,11 @@ pub struct SelectedDevice {
     pub hardware: bool,
 }
 
-/// Opens the default wgpu adapter and reports whether it is a physical GPU. wgpu panics where no
-/// adapter exists at all; that is turned into an error.
+/// Opens the default wgpu adapter and reports whether it is a physical GPU.
 fn open_wgpu() -> Result<SelectedDevice> {
-    // Silence the panic message while probing: a missing adapter is reported as an error below.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let opened = catch_unwind(AssertUnwindSafe(|| {
-        let device = Device::wgpu(DeviceKind::DefaultDevice);
-        let identity = device.identity();
-        (device, identity)
-    }));
-    std::panic::set_hook(hook);
-    match opened {
-        Ok((device, Some(identity))) => Ok(SelectedDevice {
-            device,
-            backend: "wgpu",
-            hardware: identity.physical.is_some(),
-            name: identity.name,
-        }),
-        Ok((device, None)) => Ok(SelectedDevice { device, backend: "wgpu", name: "unknown adapter".into(), hardware: false }),
-        Err(_) => Err(EngineError::Device(
-            "no wgpu adapter could be opened (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers, or use --device cpu)"
-                .into(),
-        )),
-    }
+    let (device, identity) = dp_kernels::wgpu_probe::open_wgpu().map_err(EngineError::Device)?;
+    let (name, hardware) = identity.unwrap_or_else(|| ("unknown adapter".into(), false));
+    Ok(SelectedDevice { device, backend: "wgpu", name, hardware })
 }
 
 /// The CPU device: the ndarray backend, as the design asks (Burn 0.22 deprecates it in favour of

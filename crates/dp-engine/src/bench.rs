@@ -71,6 +71,7 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             noise_multiplier: 1.0,
             clipping: Clipping::Flat,
             expected_lot_size: config.lot_size as f64,
+            smoothing: None,
         },
     ];
     let mut models = [model.clone(), model];

@@ -1,6 +1,6 @@
 //! The DP training engine on Burn: models built from DP layers that expose per-example gradient
 //! norms without a per-example loop, the DP step (clip, noise, divide by the expected lot size,
-//! optimise), and the trainer that records every step in a privacy ledger.
+//! smooth, optimise), and the trainer that records every step in a privacy ledger.
 //!
 //! Per-example gradient norms of a batch from one backward pass:
 //!
@@ -41,6 +41,7 @@ pub mod noise;
 pub mod optimizer;
 pub mod per_example;
 pub mod pool;
+pub mod smoothing;
 pub mod step;
 pub mod tape;
 pub mod tensor_io;

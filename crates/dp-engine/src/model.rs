@@ -98,6 +98,19 @@ impl Model {
         }
     }
 
+    /// For each parameter (the order of [`Model::params`]): true where it is stored as the
+    /// transpose of PyTorch's layout (Linear weights, [in, out]).
+    pub fn torch_transposed(&self) -> Vec<bool> {
+        self.layers
+            .iter()
+            .flat_map(|layer| match layer {
+                Layer::Conv(_) => vec![false, false],
+                Layer::Linear(_) => vec![true, false],
+                _ => vec![],
+            })
+            .collect()
+    }
+
     /// Number of scalar parameters.
     pub fn num_params(&self) -> usize {
         self.params().iter().map(|p| p.dims().iter().product::<usize>()).sum()

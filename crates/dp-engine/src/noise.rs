@@ -1,11 +1,13 @@
-//! Gaussian noise for the DP step, drawn from ChaCha20 (a CSPRNG) keyed from the OS; a `--seed`
-//! run keys it from the seed (stream 1) and is labelled reproducible. Burn's own random tensors are
-//! not a CSPRNG and are never used for privacy noise.
+//! Gaussian noise for the DP step from a counter-based ChaCha20 stream (a CSPRNG) keyed from the
+//! OS; a `--seed` run keys it from the seed (stream 1) and is labelled reproducible. The noise is
+//! drawn and added on the gradient's device by the fused kernel of `dp-kernels` (the ndarray
+//! backend computes the same words on the host). Burn's own random tensors are not a CSPRNG and
+//! are never used for privacy noise.
 
-use crate::tensor_io::matrix;
-use burn::tensor::{Device, Tensor};
+use crate::error::{EngineError, Result};
+use burn::tensor::Tensor;
 use dp_data::ChaChaState;
-use rand_distr::{Distribution, StandardNormal};
+use dp_kernels::{StreamPosition, gaussian::blocks_for, noisy_scale};
 
 /// The noise stream of a run (its position serialises into checkpoints).
 #[derive(Debug, Clone)]
@@ -32,17 +34,15 @@ impl GaussianNoise {
         &self.state
     }
 
-    /// A [rows, cols] tensor of independent N(0, std^2) draws.
-    pub fn sample(&mut self, shape: [usize; 2], std: f64, device: &Device) -> Tensor<2> {
-        let mut rng = self.state.restore();
-        let values = (0..shape[0] * shape[1])
-            .map(|_| {
-                let z: f64 = StandardNormal.sample(&mut rng);
-                (z * std) as f32
-            })
-            .collect();
-        self.state = ChaChaState::capture(&rng);
-        matrix(values, shape, device)
+    /// `(grad + sigma * z) * scale` with fresh standard normals z, in one pass on grad's device;
+    /// `sigma` holds one standard deviation for all coordinates or one per coordinate.
+    pub fn perturb<const D: usize>(&mut self, grad: Tensor<D>, sigma: &[f32], scale: f32) -> Result<Tensor<D>> {
+        let n = grad.shape().num_elements();
+        let position =
+            StreamPosition { key: self.state.key_words(), stream: self.state.stream(), block: self.state.next_block() };
+        let out = noisy_scale(grad, sigma, &position, scale).map_err(EngineError::Unsupported)?;
+        self.state = self.state.at_block(position.block + blocks_for(n));
+        Ok(out)
     }
 }
 
@@ -51,12 +51,16 @@ mod tests {
     use super::*;
     use crate::tensor_io::to_host;
 
+    fn draw(noise: &mut GaussianNoise, shape: [usize; 2], std: f32) -> Vec<f32> {
+        let device = crate::backend::cpu().device;
+        to_host(&noise.perturb(Tensor::<2>::zeros(shape, &device), &[std], 1.0).expect("noise"))
+    }
+
     #[test]
     fn noise_has_the_requested_standard_deviation() {
-        let device = crate::backend::cpu().device;
         let mut noise = GaussianNoise::new(Some(3));
         let (n, std) = (200_000usize, 2.5);
-        let x = to_host(&noise.sample([400, 500], std, &device));
+        let x = draw(&mut noise, [400, 500], std as f32);
         let mean = x.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
         let var = x.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
         // Standard errors: mean std/sqrt(n) = 0.0056; sample sd about std/sqrt(2n) = 0.004.
@@ -68,14 +72,15 @@ mod tests {
     }
 
     #[test]
-    fn seeded_streams_reproduce_and_resume() {
-        let device = crate::backend::cpu().device;
+    fn seeded_streams_reproduce_resume_and_never_reuse_words() {
         let mut a = GaussianNoise::new(Some(9));
-        let first = to_host(&a.sample([2, 3], 1.0, &device));
+        let first = draw(&mut a, [2, 3], 1.0);
         let mut resumed = GaussianNoise::from_state(a.state().clone());
         let mut b = GaussianNoise::new(Some(9));
-        assert_eq!(first, to_host(&b.sample([2, 3], 1.0, &device)));
-        assert_eq!(to_host(&a.sample([2, 3], 1.0, &device)), to_host(&resumed.sample([2, 3], 1.0, &device)));
-        assert_ne!(to_host(&GaussianNoise::new(None).sample([2, 3], 1.0, &device)), first);
+        assert_eq!(first, draw(&mut b, [2, 3], 1.0));
+        let second = draw(&mut a, [2, 3], 1.0);
+        assert_eq!(second, draw(&mut resumed, [2, 3], 1.0));
+        assert_ne!(second, first, "a second draw reads new blocks");
+        assert_ne!(draw(&mut GaussianNoise::new(None), [2, 3], 1.0), first);
     }
 }

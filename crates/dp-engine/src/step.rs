@@ -1,7 +1,8 @@
 //! One step on one lot: the lot is split into physical batches that bound memory; each batch is
 //! forwarded with a tape, backwarded once, and its per-example gradients are clipped and summed
 //! layer by layer; after the last batch the sum gets Gaussian noise N(0, (zC)^2) and is divided by
-//! the expected lot size qN (never the realised size, which is data-dependent). With the
+//! the expected lot size qN (never the realised size, which is data-dependent), in one fused pass
+//! on the device; DP-LSSGD then smooths it (post-processing). With the
 //! mechanism `none` the same pipeline runs without clipping or noise and divides by the realised
 //! size: the unperturbed baseline.
 
@@ -11,6 +12,7 @@ use crate::features::Features;
 use crate::loss::{correct, one_hot, summed_cross_entropy};
 use crate::model::Model;
 use crate::noise::GaussianNoise;
+use crate::smoothing::Smoothing;
 use crate::tape::Tape;
 use burn::tensor::{Device, Int, Tensor};
 
@@ -30,6 +32,8 @@ pub enum Privatizer {
         clipping: Clipping,
         /// q * N.
         expected_lot_size: f64,
+        /// Laplacian smoothing after the noise (DP-LSSGD), or none (DP-SGD).
+        smoothing: Option<Smoothing>,
     },
 }
 
@@ -107,13 +111,15 @@ pub fn lot_gradient(
             let n = lot.len().max(1) as f64;
             sums.into_iter().map(|s| s.div_scalar(n)).collect()
         }
-        Privatizer::Gaussian { clip_norm, noise_multiplier, expected_lot_size, .. } => sums
-            .into_iter()
-            .map(|s| {
-                let shape = s.dims();
-                (s + noise.sample(shape, noise_multiplier * clip_norm, device)).div_scalar(expected_lot_size)
-            })
-            .collect(),
+        Privatizer::Gaussian { clip_norm, noise_multiplier, expected_lot_size, smoothing, .. } => {
+            let sigma = [(noise_multiplier * clip_norm) as f32];
+            let scale = (1.0 / expected_lot_size) as f32;
+            let noisy = sums.into_iter().map(|s| noise.perturb(s, &sigma, scale)).collect::<Result<Vec<_>>>()?;
+            match smoothing {
+                Some(smoothing) => smoothing.apply(noisy, &model.torch_transposed())?,
+                None => noisy,
+            }
+        }
     };
     Ok((grads, metrics))
 }

@@ -5,8 +5,10 @@ use crate::activation::Activation;
 use crate::backend::DeviceChoice;
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
+use crate::smoothing::{Smoothing, SmoothingScope};
 use crate::zoo::{ModelName, Normalization};
 use dp_data::DatasetName;
+use dp_kernels::LaplacianSmoothing;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -18,6 +20,22 @@ pub enum Mechanism {
     None,
     /// DP-SGD / DP-Adam: per-example clipping and Gaussian noise.
     Gaussian,
+    /// DP-LSSGD (seed 002): DP-SGD whose noisy gradient is Laplacian-smoothed (post-processing).
+    LsSgd,
+    /// DP-LSAdam: the smoothed gradient fed to Adam.
+    LsAdam,
+}
+
+impl Mechanism {
+    /// True for the mechanisms that clip and add noise (all but `none`).
+    pub fn is_private(self) -> bool {
+        self != Mechanism::None
+    }
+
+    /// The update rule a mechanism implies when none is given: Adam for ls-adam, else SGD.
+    fn default_optimizer(self) -> OptimizerName {
+        if self == Mechanism::LsAdam { OptimizerName::Adam } else { OptimizerName::Sgd }
+    }
 }
 
 /// Update rule.
@@ -88,8 +106,12 @@ pub struct TrainConfig {
     pub clip_norm: f64,
     /// Flat or per-layer clipping.
     pub clipping: Clipping,
-    /// Update rule.
-    pub optimizer: OptimizerName,
+    /// Laplacian smoothing parameter s of ls-sgd / ls-adam (s = 0 is plain DP-SGD).
+    pub ls_sigma: f64,
+    /// What ls-sgd / ls-adam smooth: each parameter tensor, or the whole model as one vector.
+    pub ls_scope: SmoothingScope,
+    /// Update rule (default: adam for ls-adam, else sgd).
+    pub optimizer: Option<OptimizerName>,
     /// Learning rate.
     pub learning_rate: f64,
     /// SGD momentum.
@@ -124,7 +146,9 @@ impl Default for TrainConfig {
             delta: 1e-5,
             clip_norm: 1.0,
             clipping: Clipping::Flat,
-            optimizer: OptimizerName::Sgd,
+            ls_sigma: 1.0,
+            ls_scope: SmoothingScope::Tensor,
+            optimizer: None,
             learning_rate: 0.5,
             momentum: 0.0,
             accountant: AccountantName::Rdp,
@@ -150,7 +174,17 @@ impl TrainConfig {
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
         }
-        if self.mechanism == Mechanism::Gaussian {
+        self.smoothing()?;
+        match (self.mechanism, self.optimizer) {
+            (Mechanism::LsAdam, Some(OptimizerName::Sgd)) => {
+                return Err(EngineError::invalid("optimizer", "ls-adam is DP-LSAdam; use --mechanism ls-sgd for SGD"));
+            }
+            (Mechanism::LsSgd, Some(OptimizerName::Adam)) => {
+                return Err(EngineError::invalid("optimizer", "ls-sgd is DP-LSSGD; use --mechanism ls-adam for Adam"));
+            }
+            _ => {}
+        }
+        if self.mechanism.is_private() {
             positive("clip norm", self.clip_norm)?;
             if !(self.delta > 0.0 && self.delta < 1.0) {
                 return Err(EngineError::invalid("delta", format!("{} is not in (0, 1)", self.delta)));
@@ -165,7 +199,7 @@ impl TrainConfig {
                 (None, None) => {
                     return Err(EngineError::invalid(
                         "privacy",
-                        "the gaussian mechanism needs --noise-multiplier or --target-epsilon (or --mechanism none)",
+                        "this mechanism needs --noise-multiplier or --target-epsilon (or --mechanism none)",
                     ));
                 }
                 (Some(z), None) => positive("noise multiplier", z)?,
@@ -173,6 +207,23 @@ impl TrainConfig {
             }
         }
         Ok(())
+    }
+
+    /// The update rule used: the one given, or the mechanism's default.
+    pub fn optimizer(&self) -> OptimizerName {
+        self.optimizer.unwrap_or(self.mechanism.default_optimizer())
+    }
+
+    /// The Laplacian smoothing of ls-sgd / ls-adam (None for the other mechanisms).
+    pub fn smoothing(&self) -> Result<Option<Smoothing>> {
+        match self.mechanism {
+            Mechanism::LsSgd | Mechanism::LsAdam => {
+                let operator =
+                    LaplacianSmoothing::new(self.ls_sigma).map_err(|e| EngineError::invalid("ls-sigma", e))?;
+                Ok(Some(Smoothing { operator, scope: self.ls_scope }))
+            }
+            Mechanism::None | Mechanism::Gaussian => Ok(None),
+        }
     }
 
     /// Planned steps for a training set of `n` examples.

@@ -173,7 +173,10 @@ fn notes(config: &TrainConfig) -> Vec<String> {
     let mut notes = Vec::new();
     match config.mechanism {
         Mechanism::None => notes.push("--mechanism none: no clipping and no noise, so no privacy at all".into()),
-        Mechanism::Gaussian => {
+        Mechanism::Gaussian | Mechanism::LsSgd | Mechanism::LsAdam => {
+            if matches!(config.mechanism, Mechanism::LsSgd | Mechanism::LsAdam) {
+                notes.push("Laplacian smoothing acts on the noisy gradient: post-processing, so the epsilon is that of the Gaussian mechanism".into());
+            }
             if config.sampling == SamplingName::Shuffled {
                 notes.push(
                     "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
@@ -225,7 +228,7 @@ fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
 }
 
 fn optimizer_kind(config: &TrainConfig) -> OptimizerKind {
-    match config.optimizer {
+    match config.optimizer() {
         OptimizerName::Sgd => OptimizerKind::Sgd { momentum: config.momentum },
         OptimizerName::Adam => OptimizerKind::Adam { beta1: 0.9, beta2: 0.999, epsilon: 1e-8 },
     }
@@ -353,6 +356,7 @@ pub fn train(
             noise_multiplier,
             clipping: config.clipping,
             expected_lot_size: sample_rate * n as f64,
+            smoothing: config.smoothing()?,
         },
         None => Privatizer::None,
     };

@@ -4,6 +4,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use dp_engine::activation::Activation;
+use dp_engine::backend;
 use dp_engine::clipping::{Clipping, clip_factors};
 use dp_engine::features::Features;
 use dp_engine::loss::{one_hot, summed_cross_entropy};
@@ -12,7 +13,6 @@ use dp_engine::per_example::{ConvNormMethod, PerExampleGrad};
 use dp_engine::tape::Tape;
 use dp_engine::tensor_io::to_host;
 use dp_engine::zoo::{ModelName, ModelSpec, Normalization, build};
-use dp_engine::{DeviceChoice, backend};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -143,9 +143,7 @@ fn ndarray_matches_naive_loop() {
 /// Lavapipe compiles a shader per shape and is slow: the layer kinds only.
 #[test]
 fn wgpu_matches_naive_loop() {
-    match DeviceChoice::Wgpu.open() {
-        Ok(d) => check_every_layer_kind(&d.device),
-        Err(e) if std::env::var_os("DPTRAIN_REQUIRE_WGPU").is_none() => eprintln!("skipped: {e}"),
-        Err(e) => panic!("{e}"),
+    if let Some(device) = dp_kernels::wgpu_probe::wgpu_for_tests() {
+        check_every_layer_kind(&device);
     }
 }

@@ -1,0 +1,20 @@
+//! Fused device kernels for the DP step, written in CubeCL for the wgpu backend, each with a CPU
+//! reference that the ndarray backend runs and the tests compare against:
+//!
+//! - secure noise: a counter-based ChaCha20 stream (key from the OS CSPRNG per run, one block per
+//!   eight coordinates) with a Box-Muller transform whose tails reach 8.24 sigma, fused with adding
+//!   the noise to the gradient and scaling it (one pass);
+//! - Laplacian smoothing A_s^{-1} (DP-LSSGD) as an exact circulant convolution with closed-form
+//!   taps and a proven truncation bound, against an FFT reference.
+
+pub mod chacha;
+mod cube_noise;
+mod cube_smoothing;
+pub mod device_ops;
+pub mod gaussian;
+pub mod smoothing;
+pub mod wgpu_probe;
+
+pub use chacha::StreamPosition;
+pub use device_ops::{noisy_scale, random_words, smooth};
+pub use smoothing::LaplacianSmoothing;
