@@ -157,7 +157,9 @@ fn bench_json_has_the_contract_keys() {
     assert_eq!(v["lot_size"], 16);
     let none = v["ms_per_lot"]["none"].as_f64().unwrap();
     let gaussian = v["ms_per_lot"]["gaussian"].as_f64().unwrap();
-    assert!(none > 0.0 && gaussian > 0.0);
+    let ls_sgd = v["ms_per_lot"]["ls-sgd"].as_f64().unwrap();
+    assert!(none > 0.0 && gaussian > 0.0 && ls_sgd > 0.0);
+    assert!((v["ratio_ls_sgd_to_gaussian"].as_f64().unwrap() - ls_sgd / gaussian).abs() < 1e-9);
     assert!((v["ratio_gaussian"].as_f64().unwrap() - gaussian / none).abs() < 1e-9);
     assert!(v["device"].as_str().unwrap().starts_with("cpu"));
 }

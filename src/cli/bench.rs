@@ -12,8 +12,9 @@ use dp_engine::{DeviceChoice, ModelName};
 use indicatif::ProgressBar;
 use serde_json::json;
 
-/// Milliseconds per lot of `--mechanism none` and `gaussian` (DP-SGD: per-example clipping and
-/// noise) on random inputs of the dataset's shape, interleaved after warm-up, and their ratio.
+/// Milliseconds per lot of `--mechanism none`, `gaussian` (DP-SGD: per-example clipping and noise)
+/// and `ls-sgd` (DP-LSSGD, s = 1 per tensor) on random inputs of the dataset's shape, interleaved
+/// after warm-up, and their ratios.
 ///
 /// Example (the Opacus comparison on a CPU):
 ///   dptrain bench --model mnist-cnn --lot-size 256 --device cpu
@@ -73,10 +74,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         warmup: args.warmup,
         iterations: args.iterations,
     };
-    let bar = ProgressBar::new(2 * (args.warmup + args.iterations) as u64);
+    let bar = ProgressBar::new(3 * (args.warmup + args.iterations) as u64);
     let result = bench(&config, &device, &mut || bar.inc(1))?;
     bar.finish_and_clear();
     let ratio = result.gaussian / result.none;
+    let ls_ratio = result.ls_sgd / result.gaussian;
     let device_name = format!("{} ({})", device.backend, device.name);
     if args.json {
         let out = json!({
@@ -84,8 +86,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "model": args.model.as_str(),
             "lot_size": args.lot_size,
             "batch_size": config.batch_size,
-            "ms_per_lot": {"none": result.none, "gaussian": result.gaussian},
+            "ms_per_lot": {"none": result.none, "gaussian": result.gaussian, "ls-sgd": result.ls_sgd},
             "ratio_gaussian": ratio,
+            "ratio_ls_sgd_to_gaussian": ls_ratio,
         });
         println!("{out}");
     } else {
@@ -97,7 +100,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         );
         println!("  none      {:9.2} ms per lot (median of {})", result.none, args.iterations);
         println!("  gaussian  {:9.2} ms per lot", result.gaussian);
-        println!("  ratio gaussian / none: {ratio:.3}");
+        println!("  ls-sgd    {:9.2} ms per lot", result.ls_sgd);
+        println!("  ratio gaussian / none: {ratio:.3}, ls-sgd / gaussian: {ls_ratio:.3}");
     }
     Ok(())
 }

@@ -1,15 +1,17 @@
-//! Batch-time benchmark: milliseconds per lot of the unperturbed baseline and of DP-SGD on the
-//! same model, lot and device, interleaved in one run after warm-up so both see the same machine
-//! state, and their ratio (the time cost of privacy).
+//! Batch-time benchmark: milliseconds per lot of the unperturbed baseline, DP-SGD and DP-LSSGD on
+//! the same model, lot and device, interleaved in one run after warm-up so all see the same
+//! machine state, and their ratios (the time cost of privacy).
 
 use crate::backend::SelectedDevice;
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::noise::GaussianNoise;
 use crate::optimizer::{Optimizer, OptimizerKind};
+use crate::smoothing::{Smoothing, SmoothingScope};
 use crate::step::{Privatizer, lot_gradient};
 use crate::zoo::{ModelSpec, build};
 use dp_data::{ChaChaState, ImageDataset, Normalization};
+use dp_kernels::LaplacianSmoothing;
 use rand::Rng;
 use serde::Serialize;
 use std::time::Instant;
@@ -40,6 +42,8 @@ pub struct BenchResult {
     pub none: f64,
     /// DP-SGD (per-example clipping and Gaussian noise).
     pub gaussian: f64,
+    /// DP-LSSGD (DP-SGD plus Laplacian smoothing with s = 1 per tensor).
+    pub ls_sgd: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -64,24 +68,24 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
         .map_err(|e| EngineError::Data(e.to_string()))?;
     let lot: Vec<usize> = (0..config.lot_size).collect();
     let model = build(config.model, config.input, config.classes, &mut rng, dev)?;
-    let privatizers = [
-        Privatizer::None,
-        Privatizer::Gaussian {
-            clip_norm: 1.0,
-            noise_multiplier: 1.0,
-            clipping: Clipping::Flat,
-            expected_lot_size: config.lot_size as f64,
-            smoothing: None,
-        },
-    ];
-    let mut models = [model.clone(), model];
+    let gaussian = |smoothing| Privatizer::Gaussian {
+        clip_norm: 1.0,
+        noise_multiplier: 1.0,
+        clipping: Clipping::Flat,
+        expected_lot_size: config.lot_size as f64,
+        smoothing,
+    };
+    let operator = LaplacianSmoothing::new(1.0).map_err(|e| EngineError::invalid("ls-sigma", e))?;
+    let privatizers =
+        [Privatizer::None, gaussian(None), gaussian(Some(Smoothing { operator, scope: SmoothingScope::Tensor }))];
+    let mut models = [model.clone(), model.clone(), model];
     let mut optimizers =
-        [Optimizer::new(OptimizerKind::Sgd { momentum: 0.0 })?, Optimizer::new(OptimizerKind::Sgd { momentum: 0.0 })?];
+        (0..3).map(|_| Optimizer::new(OptimizerKind::Sgd { momentum: 0.0 })).collect::<Result<Vec<_>>>()?;
     let mut noise = GaussianNoise::new(None);
-    let mut times = [Vec::new(), Vec::new()];
+    let mut times = [Vec::new(), Vec::new(), Vec::new()];
     for round in 0..config.warmup + config.iterations {
-        // Alternate which mechanism goes first so that neither always follows the other.
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        // Rotate which mechanism goes first so that none always follows another.
+        let order = [round % 3, (round + 1) % 3, (round + 2) % 3];
         for i in order {
             let start = Instant::now();
             let (grads, _) = lot_gradient(&models[i], &data, &lot, config.batch_size, privatizers[i], &mut noise, dev)?;
@@ -94,6 +98,6 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             progress();
         }
     }
-    let [none, gaussian] = times;
-    Ok(BenchResult { none: median(none), gaussian: median(gaussian) })
+    let [none, gaussian, ls_sgd] = times;
+    Ok(BenchResult { none: median(none), gaussian: median(gaussian), ls_sgd: median(ls_sgd) })
 }

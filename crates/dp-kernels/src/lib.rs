@@ -12,6 +12,7 @@ mod cube_noise;
 mod cube_smoothing;
 pub mod device_ops;
 pub mod gaussian;
+pub mod sigma_solver;
 pub mod smoothing;
 pub mod wgpu_probe;
 
