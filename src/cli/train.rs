@@ -209,6 +209,10 @@ impl TrainArgs {
         if self.target_epsilon.is_some() {
             (config.noise_multiplier, config.target_epsilon) = (None, self.target_epsilon);
         }
+        let smoothed = matches!(config.mechanism, Mechanism::LsSgd | Mechanism::LsAdam);
+        if !smoothed && (self.ls_sigma.is_some() || self.ls_scope.is_some()) {
+            bail!("--ls-sigma and --ls-scope apply to --mechanism ls-sgd or ls-adam only");
+        }
         Ok(config)
     }
 }

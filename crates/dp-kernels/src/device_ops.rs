@@ -5,7 +5,7 @@
 
 use crate::chacha::{self, StreamPosition};
 use crate::gaussian;
-use crate::smoothing::{LaplacianSmoothing, apply_taps};
+use crate::smoothing::LaplacianSmoothing;
 use crate::{cube_noise, cube_smoothing};
 #[allow(deprecated)]
 use burn::backend::NdArray;
@@ -98,9 +98,4 @@ pub fn smooth<const D: usize>(v: Tensor<D>, smoothing: &LaplacianSmoothing) -> R
             Ok(Tensor::from_data(TensorData::new(smoothing.apply_fft(&host_values(&t)), shape), &device))
         }
     }
-}
-
-/// The circulant kernel's result computed on the host (for tests of the truncation).
-pub fn smooth_taps_host(v: &[f32], smoothing: &LaplacianSmoothing) -> Vec<f32> {
-    apply_taps(&smoothing.taps(v.len()), v)
 }
