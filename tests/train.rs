@@ -24,6 +24,15 @@ fn tiny_dataset(dir: &Path, n: usize) {
     write("t10k", 50);
 }
 
+/// A temporary folder holding `data/`, a tiny dataset of `n` training images.
+fn temp_with_dataset(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    tiny_dataset(&data, n);
+    (tmp, data)
+}
+
 fn one_line_error(out: &Output, needle: &str) {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -37,10 +46,8 @@ fn base_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
 
 #[test]
 fn train_reports_the_contract_keys_and_writes_the_run_folder() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (data, out) = (tmp.path().join("data"), tmp.path().join("run"));
-    std::fs::create_dir(&data).unwrap();
-    tiny_dataset(&data, 500);
+    let (tmp, data) = temp_with_dataset(500);
+    let out = tmp.path().join("run");
     let mut args = base_args(data.to_str().unwrap(), out.to_str().unwrap());
     args.extend(["--epochs", "2", "--target-epsilon", "3", "--delta", "1e-3", "--seed", "1", "--json"]);
     let output = dptrain(&args);
@@ -93,10 +100,7 @@ fn checkpoint(out: &Path) -> Value {
 
 #[test]
 fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    tiny_dataset(&data, 2000);
+    let (tmp, data) = temp_with_dataset(2000);
     let d = data.to_str().unwrap();
     let run = |out: &Path, extra: &[&str]| {
         let mut args = base_args(d, out.to_str().unwrap());
@@ -166,10 +170,7 @@ fn bench_json_has_the_contract_keys() {
 
 #[test]
 fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    tiny_dataset(&data, 300);
+    let (tmp, data) = temp_with_dataset(300);
     let d = data.to_str().unwrap();
     let run = |name: &str, extra: &[&str]| {
         let out = tmp.path().join(name);
