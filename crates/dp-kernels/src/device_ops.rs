@@ -5,8 +5,9 @@
 
 use crate::chacha::{self, StreamPosition};
 use crate::gaussian;
+use crate::sigma_solver::{self, Block, SolverSchedule};
 use crate::smoothing::LaplacianSmoothing;
-use crate::{cube_noise, cube_smoothing};
+use crate::{cube_noise, cube_smoothing, cube_solver};
 #[allow(deprecated)]
 use burn::backend::NdArray;
 use burn::tensor::{Device, Int, Tensor, TensorData};
@@ -37,29 +38,44 @@ fn host_values<const D: usize>(t: &Tensor<D>) -> Vec<f32> {
     t.to_data().try_into_vec_as::<f32>().expect("f32 data")
 }
 
+/// The standard deviation of a noise draw: one for every coordinate, or one per coordinate (a
+/// tensor on the gradient's device, as the optimized mechanism's solver leaves it).
+#[derive(Debug, Clone)]
+pub enum NoiseScale {
+    /// The same sigma everywhere.
+    Uniform(f32),
+    /// One sigma per coordinate, flattened row-major.
+    PerCoordinate(Tensor<1>),
+}
+
 /// `(grad + sigma * z) * scale`, z standard normals read from `position` (element i from block
-/// `position.block + i / 8`); `sigma` has one entry (the same for all) or one per element.
-/// The draw reads [`gaussian::blocks_for`]`(n)` blocks.
+/// `position.block + i / 8`). The draw reads [`gaussian::blocks_for`]`(n)` blocks.
 pub fn noisy_scale<const D: usize>(
     grad: Tensor<D>,
-    sigma: &[f32],
+    sigma: &NoiseScale,
     position: &StreamPosition,
     scale: f32,
 ) -> Result<Tensor<D>, String> {
     let n = grad.shape().num_elements();
-    if sigma.len() != 1 && sigma.len() != n {
-        return Err(format!("{} noise scales for {n} coordinates", sigma.len()));
+    if let NoiseScale::PerCoordinate(s) = sigma
+        && s.dims()[0] != n
+    {
+        return Err(format!("{} noise scales for {n} coordinates", s.dims()[0]));
     }
     let device = grad.device();
+    let sigma = match sigma {
+        NoiseScale::Uniform(s) => Tensor::<1>::from_data(TensorData::new(vec![*s], [1]), &device),
+        NoiseScale::PerCoordinate(s) => s.clone(),
+    };
     match place(grad)? {
         Placement::Cube(g) => {
-            let s = Tensor::<1>::from_data(TensorData::new(sigma.to_vec(), [sigma.len()]), &device);
-            let s = s.try_into_primitive::<CubeBackend>().map_err(|e| format!("{e:?}"))?;
+            let s = sigma.try_into_primitive::<CubeBackend>().map_err(|_| "sigma is not on the gradient's device")?;
             Ok(Tensor::from_primitive::<CubeBackend>(cube_noise::noisy_scale(g, s, position, scale)))
         }
         Placement::Host(g) => {
             let shape = g.shape();
             let z = gaussian::normals(position, n);
+            let sigma = host_values(&sigma);
             let values = host_values(&g)
                 .iter()
                 .zip(&z)
@@ -96,6 +112,41 @@ pub fn smooth<const D: usize>(v: Tensor<D>, smoothing: &LaplacianSmoothing) -> R
         Placement::Host(t) => {
             let shape = t.shape();
             Ok(Tensor::from_data(TensorData::new(smoothing.apply_fft(&host_values(&t)), shape), &device))
+        }
+    }
+}
+
+/// The sigma of seed 004's solver (Eq. 11) for non-negative `weights` [d] under one sphere of
+/// radius `alpha` (L2 clipping) and condition `tau`: the fused kernel on a CubeCL device, the f64
+/// reference (`sigma_solver::solve`) on the host. Either way alpha / min sigma = sqrt(tau) exactly
+/// up to rounding. The device path reads one counter back to prove every iteration ran.
+pub fn sphere_sigma(weights: Tensor<1>, alpha: f64, tau: f64, schedule: &SolverSchedule) -> Result<Tensor<1>, String> {
+    let d = weights.dims()[0];
+    if d == 0 {
+        return Err("the solver needs at least one coordinate".into());
+    }
+    if !(alpha.is_finite() && alpha > 0.0 && tau.is_finite() && tau > 0.0) {
+        return Err(format!("alpha = {alpha} and tau = {tau} must be positive and finite"));
+    }
+    let device = weights.device();
+    match place(weights)? {
+        Placement::Cube(w) => {
+            let (sigma, done) = cube_solver::sphere_sigma(w, alpha as f32, tau as f32, schedule);
+            let done = Tensor::<1, Int>::from_primitive::<CubeBackend>(done).to_data().try_into_vec::<u32>();
+            let want = schedule.iterations as u32 + 1;
+            match done {
+                Ok(d) if d == [want] => Ok(Tensor::from_primitive::<CubeBackend>(sigma)),
+                _ => Err(format!(
+                    "the device cut the sigma solver short ({done:?} of {want} passes ran to their end); \
+                     lavapipe caps a shader's loop iterations: use --device cpu for a model this large"
+                )),
+            }
+        }
+        Placement::Host(w) => {
+            let w: Vec<f64> = host_values(&w).into_iter().map(f64::from).collect();
+            let sigma = sigma_solver::solve(&w, &[Block { start: 0, len: d, radius: alpha }], tau, schedule)?;
+            let sigma: Vec<f32> = sigma.into_iter().map(|s| s as f32).collect();
+            Ok(Tensor::from_data(TensorData::new(sigma, [d]), &device))
         }
     }
 }

@@ -5,11 +5,14 @@
 //!   eight coordinates) with a Box-Muller transform whose tails reach 8.24 sigma, fused with adding
 //!   the noise to the gradient and scaling it (one pass);
 //! - Laplacian smoothing A_s^{-1} (DP-LSSGD) as an exact circulant convolution with closed-form
-//!   taps and a proven truncation bound, against an FFT reference.
+//!   taps and a proven truncation bound, against an FFT reference;
+//! - the sigma solver of the optimized additive noise mechanism (seed 004, Eq. 11) under L2
+//!   clipping, all its iterations in one cube, against the f64 reference.
 
 pub mod chacha;
 mod cube_noise;
 mod cube_smoothing;
+mod cube_solver;
 pub mod device_ops;
 pub mod gaussian;
 pub mod sigma_solver;
@@ -17,5 +20,5 @@ pub mod smoothing;
 pub mod wgpu_probe;
 
 pub use chacha::StreamPosition;
-pub use device_ops::{noisy_scale, random_words, smooth};
+pub use device_ops::{NoiseScale, noisy_scale, random_words, smooth, sphere_sigma};
 pub use smoothing::LaplacianSmoothing;

@@ -90,9 +90,10 @@ pub fn solve(weights: &[f64], blocks: &[Block], tau: f64, schedule: &SolverSched
         let sigma: Vec<f64> = log_sigma.iter().map(|u| u.exp()).collect();
         let h: f64 = delta.iter().zip(&sigma).map(|(x, s)| x * x / (s * s)).sum();
         let z = schedule.sharpness * (h / tau - 1.0);
-        let sig = 1.0 / (1.0 + (-z).exp());
-        // d/dh of mu * sigmoid(sharpness * (h / tau - 1)).
-        let p = mu * sig * (1.0 - sig) * schedule.sharpness / tau;
+        // d/dh of mu * sigmoid(sharpness * (h / tau - 1)), with sigmoid'(z) = e / (1 + e)^2 and
+        // e = exp(-|z|), which stays accurate where 1 - sigmoid(z) would round to zero.
+        let e = (-z.abs()).exp();
+        let p = mu * e / ((1.0 + e) * (1.0 + e)) * schedule.sharpness / tau;
         // Ascent on Delta (only the penalty depends on it), projected back onto each sphere.
         for b in blocks {
             let range = b.start..b.start + b.len;

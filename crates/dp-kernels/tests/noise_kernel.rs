@@ -4,7 +4,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use dp_kernels::wgpu_probe::wgpu_for_tests;
-use dp_kernels::{StreamPosition, gaussian, noisy_scale, random_words};
+use dp_kernels::{NoiseScale, StreamPosition, gaussian, noisy_scale, random_words};
 
 #[allow(deprecated)]
 fn cpu() -> Device {
@@ -27,7 +27,7 @@ fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 
 /// `n` standard normals drawn on `device` through the fused kernel (zero gradient, sigma 1).
 fn normals_on(device: &Device, n: usize) -> Vec<f32> {
-    values(noisy_scale(Tensor::<1>::zeros([n], device), &[1.0], &position(), 1.0).expect("noise"))
+    values(noisy_scale(Tensor::<1>::zeros([n], device), &NoiseScale::Uniform(1.0), &position(), 1.0).expect("noise"))
 }
 
 #[test]
@@ -64,7 +64,11 @@ fn fused_step_adds_scaled_noise_with_scalar_or_per_coordinate_sigma() {
     for device in devices {
         for sigma in [vec![2.5f32], sigmas.clone()] {
             let g = Tensor::<2>::from_data(TensorData::new(grad.clone(), [1, n]), &device);
-            let out = values(noisy_scale(g, &sigma, &position(), 0.5).expect("noise"));
+            let scale = match sigma.len() {
+                1 => NoiseScale::Uniform(sigma[0]),
+                _ => NoiseScale::PerCoordinate(Tensor::from_data(TensorData::new(sigma.clone(), [n]), &device)),
+            };
+            let out = values(noisy_scale(g, &scale, &position(), 0.5).expect("noise"));
             for i in 0..n {
                 let s = sigma[if sigma.len() == 1 { 0 } else { i }];
                 let expected = (grad[i] + s * z[i]) * 0.5;
@@ -72,7 +76,8 @@ fn fused_step_adds_scaled_noise_with_scalar_or_per_coordinate_sigma() {
             }
         }
     }
-    let wrong = noisy_scale(Tensor::<1>::zeros([4], &cpu()), &[1.0, 2.0], &position(), 1.0);
+    let two = NoiseScale::PerCoordinate(Tensor::from_data(TensorData::new(vec![1.0f32, 2.0], [2]), &cpu()));
+    let wrong = noisy_scale(Tensor::<1>::zeros([4], &cpu()), &two, &position(), 1.0);
     assert!(wrong.is_err(), "two sigmas for four coordinates must be refused");
 }
 
