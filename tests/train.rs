@@ -157,15 +157,16 @@ fn bench_json_has_the_contract_keys() {
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["model"], "logreg");
-    assert_eq!(v["lot_size"], 16);
-    let none = v["ms_per_lot"]["none"].as_f64().unwrap();
-    let gaussian = v["ms_per_lot"]["gaussian"].as_f64().unwrap();
-    let ls_sgd = v["ms_per_lot"]["ls-sgd"].as_f64().unwrap();
-    assert!(none > 0.0 && gaussian > 0.0 && ls_sgd > 0.0);
-    assert!((v["ratio_ls_sgd_to_gaussian"].as_f64().unwrap() - ls_sgd / gaussian).abs() < 1e-9);
-    assert!((v["ratio_gaussian"].as_f64().unwrap() - gaussian / none).abs() < 1e-9);
     assert!(v["device"].as_str().unwrap().starts_with("cpu"));
+    let w = &v["workloads"][0];
+    assert_eq!(w["model"], "logreg");
+    assert_eq!(w["lot_size"], 16);
+    let ms = |m: &str| w["ms_per_lot"][m].as_f64().unwrap();
+    for m in ["none", "gaussian", "optimized", "optimized-paper", "ls-sgd"] {
+        assert!(ms(m) > 0.0, "{m}");
+        assert!((w["ratio_to_none"][m].as_f64().unwrap() - ms(m) / ms("none")).abs() < 1e-9, "{m}");
+        assert!((w["ratio_to_gaussian"][m].as_f64().unwrap() - ms(m) / ms("gaussian")).abs() < 1e-9, "{m}");
+    }
 }
 
 #[test]
@@ -202,4 +203,62 @@ fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
         &dptrain(&[base_args(d, o), vec!["-z", "1", "--mechanism", "ls-adam", "--optimizer", "sgd"]].concat()),
         "ls-sgd",
     );
+}
+
+/// A seeded two-epoch run of a two-layer mlp, checkpointing every step.
+fn mlp_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
+    let mut args = base_args(data, out);
+    args[8] = "mlp";
+    args.extend(["--hidden", "16", "--epochs", "2", "--seed", "4", "--checkpoint-every", "1"]);
+    args
+}
+
+#[test]
+fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_readouts() {
+    let (tmp, data) = temp_with_dataset(300);
+    let d = data.to_str().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut args = mlp_args(d, out.to_str().unwrap());
+        args.extend(extra);
+        args.push("--json");
+        let output = dptrain(&args);
+        assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (report, checkpoint(&out))
+    };
+    // Sound: the same noise multiplier as DP-SGD with per-layer clipping, so the same epsilon,
+    // but a different sigma per layer.
+    let (gaussian, gaussian_ckpt) = run("gaussian", &["-z", "1.1", "--clipping", "per-layer"]);
+    let (optimized, optimized_ckpt) = run("optimized", &["-z", "1.1", "--mechanism", "optimized"]);
+    assert_eq!(optimized["guarantee"], "certified");
+    assert_eq!(optimized["epsilon"], gaussian["epsilon"]);
+    assert_ne!(optimized_ckpt["params"], gaussian_ckpt["params"]);
+    assert!(optimized_ckpt["released"].is_array(), "the allocation state is checkpointed");
+    // Stopped and resumed: the average of released gradients comes back with the model.
+    let stopped = tmp.path().join("stopped");
+    let mut args = mlp_args(d, stopped.to_str().unwrap());
+    args.extend(["-z", "1.1", "--mechanism", "optimized"]);
+    assert!(dptrain(&[args.clone(), vec!["--stop-after", "5"]].concat()).status.success());
+    assert!(dptrain(&[args, vec!["--resume"]].concat()).status.success());
+    assert_eq!(checkpoint(&stopped)["params"], optimized_ckpt["params"]);
+
+    // As written: the paper's epsilon is the budget, its sigma's own epsilon is labelled none.
+    let (paper, _) =
+        run("paper", &["--target-epsilon", "2", "--mechanism", "optimized-paper", "--sensitivity-every", "3"]);
+    assert_eq!(paper["guarantee"], "paper-bound");
+    assert!((paper["epsilon"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{paper}");
+    assert_eq!(paper["sigma_privacy"]["guarantee"], "none");
+    let sigma_eps = paper["sigma_privacy"]["epsilon"].as_f64().unwrap();
+    assert!(sigma_eps.is_finite() && sigma_eps > 0.0, "{paper}");
+
+    let o = tmp.path().join("bad");
+    let o = o.to_str().unwrap();
+    let bad =
+        |extra: &[&str], needle: &str| one_line_error(&dptrain(&[base_args(d, o), extra.to_vec()].concat()), needle);
+    bad(&["-z", "1", "--mechanism", "optimized", "--clipping", "flat"], "per-layer");
+    bad(&["-z", "1", "--mechanism", "optimized-paper"], "--target-epsilon");
+    bad(&["--target-epsilon", "1", "--mechanism", "optimized-paper", "--clipping", "per-layer"], "flat");
+    bad(&["-z", "1", "--sensitivity-every", "2"], "optimized-paper");
+    bad(&["--target-epsilon", "1", "--mechanism", "optimized-paper", "--sensitivity-every", "0"], "sensitivity");
 }

@@ -70,8 +70,10 @@ pub struct TrainArgs {
     device: Option<DeviceChoice>,
 
     /// Mechanism: gaussian (DP-SGD/DP-Adam), ls-sgd / ls-adam (DP-LSSGD / DP-LSAdam: the noisy
-    /// gradient Laplacian-smoothed, same epsilon) or none (the unperturbed baseline, no privacy)
-    /// [default: gaussian].
+    /// gradient Laplacian-smoothed, same epsilon), optimized (seed 004 made sound: per-layer
+    /// clipping and a sigma per layer, certified), optimized-paper (seed 004's Algorithm 1 as
+    /// written: the paper's epsilon, paper-bound, beside the certified reading of its sigma, none)
+    /// or none (the unperturbed baseline, no privacy) [default: gaussian].
     #[arg(long, value_parser = parse::<Mechanism>)]
     mechanism: Option<Mechanism>,
 
@@ -107,9 +109,15 @@ pub struct TrainArgs {
     #[arg(long)]
     clip_norm: Option<f64>,
 
-    /// Clipping: flat (whole gradient) or per-layer (C / sqrt(layers) per layer) [default: flat].
+    /// Clipping: flat (whole gradient) or per-layer (C / sqrt(layers) per layer) [default:
+    /// per-layer for optimized, else flat].
     #[arg(long, value_parser = parse::<Clipping>)]
     clipping: Option<Clipping>,
+
+    /// optimized-paper: recompute the model sensitivity w (the full-data gradient, one pass over
+    /// the training set) every this many lots; the paper does it every lot [default: 1].
+    #[arg(long, value_name = "LOTS")]
+    sensitivity_every: Option<u64>,
 
     /// Laplacian smoothing parameter s of ls-sgd / ls-adam; 0 is plain DP-SGD [default: 1].
     #[arg(long, allow_negative_numbers = true)]
@@ -182,7 +190,7 @@ impl TrainArgs {
             sampling,
             delta,
             clip_norm,
-            clipping,
+            sensitivity_every,
             ls_sigma,
             ls_scope,
             learning_rate,
@@ -196,6 +204,9 @@ impl TrainArgs {
         }
         if self.optimizer.is_some() {
             config.optimizer = self.optimizer;
+        }
+        if self.clipping.is_some() {
+            config.clipping = self.clipping;
         }
         if self.hidden.is_some() {
             config.hidden = self.hidden;
@@ -212,6 +223,9 @@ impl TrainArgs {
         let smoothed = matches!(config.mechanism, Mechanism::LsSgd | Mechanism::LsAdam);
         if !smoothed && (self.ls_sigma.is_some() || self.ls_scope.is_some()) {
             bail!("--ls-sigma and --ls-scope apply to --mechanism ls-sgd or ls-adam only");
+        }
+        if config.mechanism != Mechanism::OptimizedPaper && self.sensitivity_every.is_some() {
+            bail!("--sensitivity-every applies to --mechanism optimized-paper only");
         }
         Ok(config)
     }
@@ -247,6 +261,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             planned_steps,
             start_step,
             planned_privacy,
+            planned_sigma_privacy,
             notes,
         } => {
             bar.println(format!("device: {device}"));
@@ -259,6 +274,9 @@ pub fn run(args: TrainArgs) -> Result<()> {
                 "privacy: noise multiplier {z}; the {planned_steps} planned steps spend {}",
                 epsilon_text(planned_privacy)
             ));
+            if let Some(p) = planned_sigma_privacy {
+                bar.println(format!("privacy of the smallest sigma used: {}", epsilon_text(p)));
+            }
             for note in notes {
                 bar.println(format!("note: {note}"));
             }
@@ -298,6 +316,9 @@ fn print_report(r: &TrainReport, json: bool) -> Result<()> {
         r.seconds,
         r.device
     );
+    if let Some(p) = &r.sigma_privacy {
+        println!("privacy of the smallest sigma actually used: {}", epsilon_text(p));
+    }
     println!("run folder: {}", r.run_dir.display());
     if !r.completed {
         println!("stopped before the planned steps: continue with --resume --out-dir {}", r.run_dir.display());

@@ -1,14 +1,16 @@
-//! Batch-time benchmark: milliseconds per lot of the unperturbed baseline, DP-SGD and DP-LSSGD on
-//! the same model, lot and device, interleaved in one run after warm-up so all see the same
-//! machine state, and their ratios (the time cost of privacy).
+//! Batch-time benchmark (seed 004's Table I): milliseconds per lot of the unperturbed baseline,
+//! DP-SGD, the optimized mechanism (sound and as in the paper) and DP-LSSGD on the same model, lot
+//! and device, interleaved in one run after warm-up so all see the same machine state.
 
+use crate::allocation::NoiseAllocation;
 use crate::backend::SelectedDevice;
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::noise::GaussianNoise;
 use crate::optimizer::{Optimizer, OptimizerKind};
 use crate::smoothing::{Smoothing, SmoothingScope};
-use crate::step::{Privatizer, lot_gradient};
+use crate::step::{Privatizer, lot_gradient, mean_gradient};
+use crate::train_config::Mechanism;
 use crate::zoo::{ModelSpec, build};
 use dp_data::{ChaChaState, ImageDataset, Normalization};
 use dp_kernels::LaplacianSmoothing;
@@ -35,15 +37,24 @@ pub struct BenchConfig {
     pub iterations: usize,
 }
 
-/// Median milliseconds per lot for each mechanism, and their ratio.
+/// The mechanisms timed, in order: `optimized-paper` recomputes its w over the benchmark's data
+/// (one lot) every lot, as Algorithm 1 does over the training set; `ls-sgd` smooths with s = 1 per
+/// tensor.
+pub const BENCHED: [Mechanism; 5] =
+    [Mechanism::None, Mechanism::Gaussian, Mechanism::Optimized, Mechanism::OptimizedPaper, Mechanism::LsSgd];
+
+/// Median milliseconds per lot of each of [`BENCHED`].
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchResult {
-    /// Unperturbed baseline.
-    pub none: f64,
-    /// DP-SGD (per-example clipping and Gaussian noise).
-    pub gaussian: f64,
-    /// DP-LSSGD (DP-SGD plus Laplacian smoothing with s = 1 per tensor).
-    pub ls_sgd: f64,
+    /// (mechanism, median ms per lot), in the order of [`BENCHED`].
+    pub ms_per_lot: Vec<(Mechanism, f64)>,
+}
+
+impl BenchResult {
+    /// The median ms per lot of `mechanism`.
+    pub fn ms(&self, mechanism: Mechanism) -> f64 {
+        self.ms_per_lot.iter().find(|(m, _)| *m == mechanism).map_or(f64::NAN, |(_, t)| *t)
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -52,7 +63,35 @@ fn median(mut v: Vec<f64>) -> f64 {
     if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
-/// Times both mechanisms; `progress` is told after every timed or warm-up lot.
+/// The privatizer and noise allocation `mechanism` uses in the benchmark (z = 1, C = 1).
+fn setup(mechanism: Mechanism, config: &BenchConfig, layers: usize) -> Result<(Privatizer, Option<NoiseAllocation>)> {
+    let gaussian = |clipping, smoothing| Privatizer::Gaussian {
+        clip_norm: 1.0,
+        clipping,
+        expected_lot_size: config.lot_size as f64,
+        smoothing,
+    };
+    let uniform = NoiseAllocation::Uniform { noise_multiplier: 1.0, clip_norm: 1.0 };
+    Ok(match mechanism {
+        Mechanism::None => (Privatizer::None, None),
+        Mechanism::Gaussian => (gaussian(Clipping::Flat, None), Some(uniform)),
+        Mechanism::Optimized => {
+            let bounds = vec![1.0 / (layers as f64).sqrt(); layers];
+            let groups = NoiseAllocation::Groups { noise_multiplier: 1.0, bounds, released: None };
+            (gaussian(Clipping::PerLayer, None), Some(groups))
+        }
+        Mechanism::OptimizedPaper => {
+            let sphere = NoiseAllocation::Sphere { alpha: 1.0, tau: 1.0, every: 1, current: None };
+            (gaussian(Clipping::Flat, None), Some(sphere))
+        }
+        Mechanism::LsSgd | Mechanism::LsAdam => {
+            let operator = LaplacianSmoothing::new(1.0).map_err(|e| EngineError::invalid("ls-sigma", e))?;
+            (gaussian(Clipping::Flat, Some(Smoothing { operator, scope: SmoothingScope::Tensor })), Some(uniform))
+        }
+    })
+}
+
+/// Times every mechanism of [`BENCHED`]; `progress` is told after every timed or warm-up lot.
 pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn FnMut()) -> Result<BenchResult> {
     if config.lot_size == 0 || config.batch_size == 0 || config.iterations == 0 {
         return Err(EngineError::invalid("bench", "lot size, batch size and iterations must be at least 1"));
@@ -68,27 +107,31 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
         .map_err(|e| EngineError::Data(e.to_string()))?;
     let lot: Vec<usize> = (0..config.lot_size).collect();
     let model = build(config.model, config.input, config.classes, &mut rng, dev)?;
-    let gaussian = |smoothing| Privatizer::Gaussian {
-        clip_norm: 1.0,
-        noise_multiplier: 1.0,
-        clipping: Clipping::Flat,
-        expected_lot_size: config.lot_size as f64,
-        smoothing,
-    };
-    let operator = LaplacianSmoothing::new(1.0).map_err(|e| EngineError::invalid("ls-sigma", e))?;
-    let privatizers =
-        [Privatizer::None, gaussian(None), gaussian(Some(Smoothing { operator, scope: SmoothingScope::Tensor }))];
-    let mut models = [model.clone(), model.clone(), model];
+    let layers = model.params().len() / 2;
+    let k = BENCHED.len();
+    let mut setups = BENCHED.iter().map(|&m| setup(m, config, layers)).collect::<Result<Vec<_>>>()?;
+    let mut models = vec![model; k];
     let mut optimizers =
-        (0..3).map(|_| Optimizer::new(OptimizerKind::Sgd { momentum: 0.0 })).collect::<Result<Vec<_>>>()?;
+        (0..k).map(|_| Optimizer::new(OptimizerKind::Sgd { momentum: 0.0 })).collect::<Result<Vec<_>>>()?;
     let mut noise = GaussianNoise::new(None);
-    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    let mut times = vec![Vec::new(); k];
     for round in 0..config.warmup + config.iterations {
-        // Rotate which mechanism goes first so that none always follows another.
-        let order = [round % 3, (round + 1) % 3, (round + 2) % 3];
-        for i in order {
+        // Rotate which mechanism goes first so that none always follows the same one.
+        for i in (0..k).map(|j| (round + j) % k) {
             let start = Instant::now();
-            let (grads, _) = lot_gradient(&models[i], &data, &lot, config.batch_size, privatizers[i], &mut noise, dev)?;
+            let model = &models[i];
+            let (privatizer, allocation) = &mut setups[i];
+            let step_noise = match allocation.as_mut() {
+                Some(a) => Some(a.step_noise(round as u64, &model.params(), &mut || {
+                    mean_gradient(model, &data, &lot, config.batch_size, dev)
+                })?),
+                None => None,
+            };
+            let draw = step_noise.as_ref().map(|s| (&mut noise, s.scales.as_slice()));
+            let (grads, _) = lot_gradient(model, &data, &lot, config.batch_size, *privatizer, draw, dev)?;
+            if let Some(a) = allocation.as_mut() {
+                a.observe(&grads);
+            }
             let params = optimizers[i].step(0.01, models[i].params(), grads);
             models[i].set_params(params);
             dev.sync().map_err(|e| EngineError::Device(format!("{e:?}")))?;
@@ -98,6 +141,5 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             progress();
         }
     }
-    let [none, gaussian, ls_sgd] = times;
-    Ok(BenchResult { none: median(none), gaussian: median(gaussian), ls_sgd: median(ls_sgd) })
+    Ok(BenchResult { ms_per_lot: BENCHED.iter().copied().zip(times.into_iter().map(median)).collect() })
 }

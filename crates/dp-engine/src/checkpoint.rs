@@ -39,6 +39,9 @@ pub struct Checkpoint {
     pub sampler: LotSampler,
     /// Noise stream position.
     pub noise: ChaChaState,
+    /// The optimized mechanism's average of released gradients (its noise allocation's state).
+    #[serde(default)]
+    pub released: Option<Vec<HostMatrix>>,
     /// Training seconds so far.
     pub seconds: f64,
 }

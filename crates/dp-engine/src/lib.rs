@@ -25,6 +25,7 @@
 //! ```
 
 pub mod activation;
+pub mod allocation;
 pub mod backend;
 pub mod bench;
 pub mod checkpoint;

@@ -7,7 +7,7 @@
 use crate::error::{EngineError, Result};
 use burn::tensor::Tensor;
 use dp_data::ChaChaState;
-use dp_kernels::{StreamPosition, gaussian::blocks_for, noisy_scale};
+use dp_kernels::{NoiseScale, StreamPosition, gaussian::blocks_for, noisy_scale};
 
 /// The noise stream of a run (its position serialises into checkpoints).
 #[derive(Debug, Clone)]
@@ -35,8 +35,8 @@ impl GaussianNoise {
     }
 
     /// `(grad + sigma * z) * scale` with fresh standard normals z, in one pass on grad's device;
-    /// `sigma` holds one standard deviation for all coordinates or one per coordinate.
-    pub fn perturb<const D: usize>(&mut self, grad: Tensor<D>, sigma: &[f32], scale: f32) -> Result<Tensor<D>> {
+    /// `sigma` is one standard deviation for all coordinates or one per coordinate.
+    pub fn perturb<const D: usize>(&mut self, grad: Tensor<D>, sigma: &NoiseScale, scale: f32) -> Result<Tensor<D>> {
         let n = grad.shape().num_elements();
         let position =
             StreamPosition { key: self.state.key_words(), stream: self.state.stream(), block: self.state.next_block() };
@@ -53,7 +53,7 @@ mod tests {
 
     fn draw(noise: &mut GaussianNoise, shape: [usize; 2], std: f32) -> Vec<f32> {
         let device = crate::backend::cpu().device;
-        to_host(&noise.perturb(Tensor::<2>::zeros(shape, &device), &[std], 1.0).expect("noise"))
+        to_host(&noise.perturb(Tensor::<2>::zeros(shape, &device), &NoiseScale::Uniform(std), 1.0).expect("noise"))
     }
 
     #[test]

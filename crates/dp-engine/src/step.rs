@@ -1,6 +1,7 @@
 //! One step on one lot: the lot is split into physical batches that bound memory; each batch is
 //! forwarded with a tape, backwarded once, and its per-example gradients are clipped and summed
-//! layer by layer; after the last batch the sum gets Gaussian noise N(0, (zC)^2) and is divided by
+//! layer by layer; after the last batch the sum gets Gaussian noise (N(0, (zC)^2), or the scales
+//! of the optimized mechanisms, `allocation.rs`) and is divided by
 //! the expected lot size qN (never the realised size, which is data-dependent), in one fused pass
 //! on the device; DP-LSSGD then smooths it (post-processing). With the
 //! mechanism `none` the same pipeline runs without clipping or noise and divides by the realised
@@ -15,19 +16,18 @@ use crate::noise::GaussianNoise;
 use crate::smoothing::Smoothing;
 use crate::tape::Tape;
 use burn::tensor::{Device, Int, Tensor};
+use dp_kernels::NoiseScale;
 
 /// What is done to the summed gradient of a lot.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Privatizer {
     /// No clipping, no noise, mean over the realised lot (the unperturbed baseline).
     None,
-    /// DP-SGD: clip each example to `clip_norm`, add N(0, (noise_multiplier * clip_norm)^2), divide
-    /// by `expected_lot_size`.
+    /// Clip each example to `clip_norm`, add Gaussian noise of the step's scales (`StepNoise`),
+    /// divide by `expected_lot_size`.
     Gaussian {
         /// Clipping bound C.
         clip_norm: f64,
-        /// Noise multiplier z.
-        noise_multiplier: f64,
         /// Flat or per-layer clipping.
         clipping: Clipping,
         /// q * N.
@@ -66,14 +66,14 @@ impl LotMetrics {
     }
 }
 
-/// The privatised gradient of one lot (same order and shapes as the model's parameters).
-pub fn lot_gradient(
+/// The per-layer sums of the lot's (clipped, when private) per-example gradients, in the
+/// model's parameter order, and the lot's metrics.
+fn summed_gradients(
     model: &Model,
     source: &dyn ExampleSource,
     lot: &[usize],
     batch_size: usize,
     privatizer: Privatizer,
-    noise: &mut GaussianNoise,
     device: &Device,
 ) -> Result<(Vec<Tensor<2>>, LotMetrics)> {
     if batch_size == 0 {
@@ -106,15 +106,57 @@ pub fn lot_gradient(
             sums[2 * i + 1] = sums[2 * i + 1].clone() + b;
         }
     }
+    Ok((sums, metrics))
+}
+
+/// The plain mean gradient over `examples` (no clipping, no noise): the full-data gradient that
+/// seed 004 uses as its model sensitivity w.
+pub fn mean_gradient(
+    model: &Model,
+    source: &dyn ExampleSource,
+    examples: &[usize],
+    batch_size: usize,
+    device: &Device,
+) -> Result<Vec<Tensor<2>>> {
+    let (sums, _) = summed_gradients(model, source, examples, batch_size, Privatizer::None, device)?;
+    let n = examples.len().max(1) as f64;
+    Ok(sums.into_iter().map(|s| s.div_scalar(n)).collect())
+}
+
+/// The noise stream and the scale of each parameter tensor's noise for one step.
+pub type StepDraw<'a> = (&'a mut GaussianNoise, &'a [NoiseScale]);
+
+/// The privatised gradient of one lot (same order and shapes as the model's parameters); a
+/// private step draws its noise from `draw` (the baseline takes None).
+pub fn lot_gradient(
+    model: &Model,
+    source: &dyn ExampleSource,
+    lot: &[usize],
+    batch_size: usize,
+    privatizer: Privatizer,
+    draw: Option<StepDraw<'_>>,
+    device: &Device,
+) -> Result<(Vec<Tensor<2>>, LotMetrics)> {
+    let (sums, metrics) = summed_gradients(model, source, lot, batch_size, privatizer, device)?;
     let grads = match privatizer {
         Privatizer::None => {
             let n = lot.len().max(1) as f64;
             sums.into_iter().map(|s| s.div_scalar(n)).collect()
         }
-        Privatizer::Gaussian { clip_norm, noise_multiplier, expected_lot_size, smoothing, .. } => {
-            let sigma = [(noise_multiplier * clip_norm) as f32];
+        Privatizer::Gaussian { expected_lot_size, smoothing, .. } => {
+            let (noise, scales) = draw.ok_or_else(|| EngineError::invalid("noise", "a private step needs noise"))?;
+            if scales.len() != sums.len() {
+                return Err(EngineError::invalid(
+                    "noise",
+                    format!("{} scales for {} tensors", scales.len(), sums.len()),
+                ));
+            }
             let scale = (1.0 / expected_lot_size) as f32;
-            let noisy = sums.into_iter().map(|s| noise.perturb(s, &sigma, scale)).collect::<Result<Vec<_>>>()?;
+            let noisy = sums
+                .into_iter()
+                .zip(scales)
+                .map(|(s, sigma)| noise.perturb(s, sigma, scale))
+                .collect::<Result<Vec<_>>>()?;
             match smoothing {
                 Some(smoothing) => smoothing.apply(noisy, &model.torch_transposed())?,
                 None => noisy,

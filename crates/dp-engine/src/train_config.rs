@@ -24,6 +24,12 @@ pub enum Mechanism {
     LsSgd,
     /// DP-LSAdam: the smoothed gradient fed to Adam.
     LsAdam,
+    /// The optimized additive noise mechanism, sound (DESIGN.md 4.3): per-layer clipping and a
+    /// sigma per layer from seed 004's solver at the calibrated noise multiplier.
+    Optimized,
+    /// Seed 004's Algorithm 1 as written: Eq. 12 budget, corrected tau, per-coordinate sigma from
+    /// the solver with w the full-data gradient (label paper-bound; its sigma's own epsilon: none).
+    OptimizedPaper,
 }
 
 impl Mechanism {
@@ -104,8 +110,10 @@ pub struct TrainConfig {
     pub delta: f64,
     /// Clipping bound C.
     pub clip_norm: f64,
-    /// Flat or per-layer clipping.
-    pub clipping: Clipping,
+    /// Flat or per-layer clipping (default: per-layer for optimized, else flat).
+    pub clipping: Option<Clipping>,
+    /// optimized-paper: recompute the full-data gradient w every this many lots.
+    pub sensitivity_every: u64,
     /// Laplacian smoothing parameter s of ls-sgd / ls-adam (s = 0 is plain DP-SGD).
     pub ls_sigma: f64,
     /// What ls-sgd / ls-adam smooth: each parameter tensor, or the whole model as one vector.
@@ -145,7 +153,8 @@ impl Default for TrainConfig {
             target_epsilon: None,
             delta: 1e-5,
             clip_norm: 1.0,
-            clipping: Clipping::Flat,
+            clipping: None,
+            sensitivity_every: 1,
             ls_sigma: 1.0,
             ls_scope: SmoothingScope::Tensor,
             optimizer: None,
@@ -175,6 +184,30 @@ impl TrainConfig {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
         }
         self.smoothing()?;
+        if self.sensitivity_every == 0 {
+            return Err(EngineError::invalid("sensitivity-every", "must be at least 1"));
+        }
+        match (self.mechanism, self.clipping()) {
+            (Mechanism::Optimized, Clipping::Flat) => {
+                return Err(EngineError::invalid(
+                    "clipping",
+                    "optimized earns its per-layer noise from per-layer clipping; flat clipping would make it plain DP-SGD",
+                ));
+            }
+            (Mechanism::OptimizedPaper, Clipping::PerLayer) => {
+                return Err(EngineError::invalid(
+                    "clipping",
+                    "optimized-paper is seed 004 as written: flat L2 clipping",
+                ));
+            }
+            _ => {}
+        }
+        if self.mechanism == Mechanism::OptimizedPaper && self.target_epsilon.is_none() {
+            return Err(EngineError::invalid(
+                "privacy",
+                "optimized-paper derives its noise from the budget (Eq. 12): give --target-epsilon, not --noise-multiplier",
+            ));
+        }
         match (self.mechanism, self.optimizer) {
             (Mechanism::LsAdam, Some(OptimizerName::Sgd)) => {
                 return Err(EngineError::invalid("optimizer", "ls-adam is DP-LSAdam; use --mechanism ls-sgd for SGD"));
@@ -209,6 +242,15 @@ impl TrainConfig {
         Ok(())
     }
 
+    /// The clipping used: the one given, or per-layer for optimized and flat otherwise.
+    pub fn clipping(&self) -> Clipping {
+        self.clipping.unwrap_or(if self.mechanism == Mechanism::Optimized {
+            Clipping::PerLayer
+        } else {
+            Clipping::Flat
+        })
+    }
+
     /// The update rule used: the one given, or the mechanism's default.
     pub fn optimizer(&self) -> OptimizerName {
         self.optimizer.unwrap_or(self.mechanism.default_optimizer())
@@ -222,7 +264,7 @@ impl TrainConfig {
                     LaplacianSmoothing::new(self.ls_sigma).map_err(|e| EngineError::invalid("ls-sigma", e))?;
                 Ok(Some(Smoothing { operator, scope: self.ls_scope }))
             }
-            Mechanism::None | Mechanism::Gaussian => Ok(None),
+            Mechanism::None | Mechanism::Gaussian | Mechanism::Optimized | Mechanism::OptimizedPaper => Ok(None),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The training loop: data, model, privacy calibration, DP steps recorded in a ledger that can
 //! never exceed the planned (and budgeted) steps, evaluation, metrics, checkpoints and resume.
 
+use crate::allocation::NoiseAllocation;
 use crate::backend::SelectedDevice;
 use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint, write_atomic};
 use crate::error::{EngineError, Result};
@@ -9,10 +10,11 @@ use crate::loss::correct;
 use crate::model::Model;
 use crate::noise::GaussianNoise;
 use crate::optimizer::{Optimizer, OptimizerKind};
-use crate::step::{ExampleSource, Privatizer, lot_gradient};
-use crate::tensor_io::{matrices_from_host, matrices_to_host};
+use crate::step::{ExampleSource, Privatizer, lot_gradient, mean_gradient};
+use crate::tensor_io::{HostMatrix, matrices_from_host, matrices_to_host};
 use crate::train_config::{AccountantName, Mechanism, OptimizerName, SamplingName, TrainConfig};
 use crate::zoo::{ModelSpec, build};
+use dp_accounting::paper_bounds::xiang2019;
 use dp_accounting::{Accountant, Guarantee, PrivacyLedger, PrvAccountant, RdpAccountant, calibrate_noise_multiplier};
 use dp_data::{ChaChaState, DatasetName, ImageDataset, LotSampler, Sampling, Split};
 use serde::Serialize;
@@ -61,6 +63,8 @@ pub enum Event {
         start_step: u64,
         /// Privacy the whole planned run will have spent.
         planned_privacy: PrivacySpent,
+        /// optimized-paper: the epsilon of the smallest sigma it will use (label none).
+        planned_sigma_privacy: Option<PrivacySpent>,
         /// Caveats the user must read.
         notes: Vec<String>,
     },
@@ -97,6 +101,9 @@ pub struct TrainReport {
     pub accountant: String,
     /// Guarantee label of epsilon.
     pub guarantee: Guarantee,
+    /// optimized-paper: the epsilon of the Gaussian mechanism with the smallest sigma used
+    /// (label none: w came from the private data).
+    pub sigma_privacy: Option<PrivacySpent>,
     /// Steps taken.
     pub steps: u64,
     /// Wall-clock training seconds (over all resumed segments).
@@ -142,8 +149,10 @@ fn accountant(name: AccountantName) -> Box<dyn Accountant> {
     }
 }
 
-/// The privacy of `ledger` under the run's configuration and its caveats.
-fn privacy(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
+/// The privacy of `ledger` (the steps taken of `planned` steps) under the run's configuration:
+/// what the accountant certifies, or for optimized-paper the paper's claim (Eq. 12 spends the
+/// budget evenly: epsilon * sqrt(steps / planned) after `steps` steps).
+fn privacy(config: &TrainConfig, ledger: &PrivacyLedger, planned: u64) -> Result<PrivacySpent> {
     if config.mechanism == Mechanism::None {
         return Ok(PrivacySpent {
             epsilon: None,
@@ -152,6 +161,20 @@ fn privacy(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent>
             guarantee: Guarantee::None,
         });
     }
+    if let (Mechanism::OptimizedPaper, Some(target)) = (config.mechanism, config.target_epsilon) {
+        let done = ledger.total_steps() as f64 / planned.max(1) as f64;
+        return Ok(PrivacySpent {
+            epsilon: Some(target * done.sqrt()),
+            delta: config.delta,
+            accountant: "xiang2019-eq12".into(),
+            guarantee: Guarantee::PaperBound,
+        });
+    }
+    certified(config, ledger)
+}
+
+/// What the run's accountant gives for `ledger` (labelled none for shuffled lots).
+fn certified(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
     if ledger.is_empty() {
         return Ok(PrivacySpent {
             epsilon: Some(0.0),
@@ -169,22 +192,40 @@ fn privacy(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent>
     Ok(PrivacySpent { epsilon: Some(report.epsilon), delta: report.delta, accountant: report.accountant, guarantee })
 }
 
+/// For optimized-paper: the epsilon of the Gaussian mechanism with the smallest sigma actually
+/// used, labelled none because w was computed from the private data (an unaccounted release).
+fn sigma_privacy(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
+    if config.mechanism != Mechanism::OptimizedPaper {
+        return Ok(None);
+    }
+    Ok(Some(PrivacySpent { guarantee: Guarantee::None, ..certified(config, ledger)? }))
+}
+
 fn notes(config: &TrainConfig) -> Vec<String> {
     let mut notes = Vec::new();
     match config.mechanism {
         Mechanism::None => notes.push("--mechanism none: no clipping and no noise, so no privacy at all".into()),
-        Mechanism::Gaussian | Mechanism::LsSgd | Mechanism::LsAdam => {
-            if matches!(config.mechanism, Mechanism::LsSgd | Mechanism::LsAdam) {
-                notes.push("Laplacian smoothing acts on the noisy gradient: post-processing, so the epsilon is that of the Gaussian mechanism".into());
-            }
-            if config.sampling == SamplingName::Shuffled {
-                notes.push(
-                    "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
-                );
-            }
-            if config.seed.is_some() {
-                notes.push("reproducible run: sampling and noise derive from --seed, so the guarantee holds only while the seed stays secret".into());
-            }
+        Mechanism::LsSgd | Mechanism::LsAdam => notes.push(
+            "Laplacian smoothing acts on the noisy gradient: post-processing, so the epsilon is that of the Gaussian mechanism".into(),
+        ),
+        Mechanism::Optimized => notes.push(
+            "optimized: per-layer clipping, a sigma per layer with sum_g C_g^2 / sigma_g^2 = 1 / z^2 (exactly the Gaussian mechanism with noise multiplier z), allocated from past released gradients (post-processing)".into(),
+        ),
+        Mechanism::OptimizedPaper => {
+            notes.push("optimized-paper: the epsilon is the paper's claim (Eq. 12 with the corrected tau), label paper-bound".into());
+            notes.push("under L2 clipping the worst case is alpha^2 / min sigma^2, so the true guarantee is that of the Gaussian mechanism with noise multiplier min sigma / alpha; the coordinates with larger sigma only add noise".into());
+            notes.push("w is the gradient of the private training data, released into the noise without accounting: the sigma readout is labelled none".into());
+        }
+        Mechanism::Gaussian => {}
+    }
+    if config.mechanism.is_private() {
+        if config.sampling == SamplingName::Shuffled {
+            notes.push(
+                "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
+            );
+        }
+        if config.seed.is_some() {
+            notes.push("reproducible run: sampling and noise derive from --seed, so the guarantee holds only while the seed stays secret".into());
         }
     }
     notes
@@ -195,6 +236,12 @@ fn noise_multiplier(config: &TrainConfig, sample_rate: f64, steps: u64) -> Resul
     if config.mechanism == Mechanism::None {
         return Ok(None);
     }
+    if let (Mechanism::OptimizedPaper, Some(target)) = (config.mechanism, config.target_epsilon) {
+        let privacy = |e: dp_accounting::AccountingError| EngineError::Privacy(e.to_string());
+        let budget = xiang2019::per_step_budget(target, config.delta, sample_rate, steps).map_err(privacy)?;
+        let (tau, _) = xiang2019::tau_corrected(budget).map_err(privacy)?;
+        return Ok(Some(xiang2019::noise_multiplier_for_tau(tau).map_err(privacy)?));
+    }
     match (config.noise_multiplier, config.target_epsilon) {
         (Some(z), _) => Ok(Some(z)),
         (None, Some(target)) => {
@@ -204,6 +251,28 @@ fn noise_multiplier(config: &TrainConfig, sample_rate: f64, steps: u64) -> Resul
             Ok(Some(c.noise_multiplier))
         }
         (None, None) => Err(EngineError::invalid("privacy", "no noise multiplier or target epsilon")),
+    }
+}
+
+/// The noise allocation of a private run with noise multiplier `z` over `layers` DP layers,
+/// resuming the optimized mechanism's average of released gradients when there is one.
+fn allocation(
+    config: &TrainConfig,
+    z: f64,
+    layers: usize,
+    released: Option<Vec<burn::tensor::Tensor<2>>>,
+) -> NoiseAllocation {
+    let c = config.clip_norm;
+    match config.mechanism {
+        Mechanism::Optimized => NoiseAllocation::Groups {
+            noise_multiplier: z,
+            bounds: vec![c / (layers.max(1) as f64).sqrt(); layers],
+            released,
+        },
+        Mechanism::OptimizedPaper => {
+            NoiseAllocation::Sphere { alpha: c, tau: 1.0 / (z * z), every: config.sensitivity_every, current: None }
+        }
+        _ => NoiseAllocation::Uniform { noise_multiplier: z, clip_norm: c },
     }
 }
 
@@ -279,7 +348,8 @@ pub fn train(
             .map_err(|e| EngineError::Privacy(e.to_string()))?,
         None => PrivacyLedger::new(),
     };
-    let planned_privacy = privacy(&config, &planned_ledger)?;
+    let planned_privacy = privacy(&config, &planned_ledger, planned_steps)?;
+    let planned_sigma_privacy = sigma_privacy(&config, &planned_ledger)?;
     if let (Some(target), Some(eps)) = (config.target_epsilon, planned_privacy.epsilon)
         && eps > target * (1.0 + 1e-9)
     {
@@ -297,7 +367,7 @@ pub fn train(
     let mut init_rng = ChaChaState::new(config.seed, INIT_STREAM).restore();
     let mut model = build(spec, train_data.shape(), train_data.classes(), &mut init_rng, &device.device)?;
     let dev = &device.device;
-    let (mut optimizer, mut sampler, mut noise, mut ledger, mut step, mut seconds) = match checkpoint {
+    let (mut optimizer, mut sampler, mut noise, mut ledger, mut step, mut seconds, released) = match checkpoint {
         Some(c) => {
             let bad = || EngineError::Checkpoint {
                 path: ckpt_path.clone(),
@@ -306,6 +376,10 @@ pub fn train(
             let fits = c.params.iter().map(|(shape, _)| *shape).eq(model.params().iter().map(|p| p.dims()));
             let params = if fits { matrices_from_host(c.params, dev) } else { None };
             model.set_params(params.ok_or_else(bad)?);
+            let released = match c.released {
+                Some(r) => Some(matrices_from_host(r, dev).ok_or_else(bad)?),
+                None => None,
+            };
             (
                 Optimizer::from_state(c.optimizer, dev)?,
                 c.sampler,
@@ -313,6 +387,7 @@ pub fn train(
                 c.ledger,
                 c.step,
                 c.seconds,
+                released,
             )
         }
         None => {
@@ -334,6 +409,7 @@ pub fn train(
                 PrivacyLedger::new(),
                 0,
                 0.0,
+                None,
             )
         }
     };
@@ -347,19 +423,21 @@ pub fn train(
         planned_steps,
         start_step: step,
         planned_privacy,
+        planned_sigma_privacy,
         notes: notes.clone(),
     });
 
     let privatizer = match z {
-        Some(noise_multiplier) => Privatizer::Gaussian {
+        Some(_) => Privatizer::Gaussian {
             clip_norm: config.clip_norm,
-            noise_multiplier,
-            clipping: config.clipping,
+            clipping: config.clipping(),
             expected_lot_size: sample_rate * n as f64,
             smoothing: config.smoothing()?,
         },
         None => Privatizer::None,
     };
+    let mut allocation = z.map(|z| allocation(&config, z, model.params().len() / 2, released));
+    let everyone: Vec<usize> = (0..n).collect();
     let steps_per_epoch = ((n as f64 / config.lot_size as f64).round() as u64).max(1);
     let log_every = (steps_per_epoch / 10).max(1);
     let metrics_path = run_dir.join("metrics.jsonl");
@@ -367,6 +445,7 @@ pub fn train(
                 optimizer: &Optimizer,
                 sampler: &LotSampler,
                 noise: &GaussianNoise,
+                released: Option<Vec<HostMatrix>>,
                 ledger: &PrivacyLedger,
                 step: u64,
                 seconds: f64| {
@@ -381,6 +460,7 @@ pub fn train(
             optimizer: optimizer.state(),
             sampler: sampler.clone(),
             noise: noise.state().clone(),
+            released,
             seconds,
         }
         .save(&ckpt_path)
@@ -389,10 +469,20 @@ pub fn train(
     let stop_at = session.stop_after.map_or(planned_steps, |s| (step + s).min(planned_steps));
     while step < stop_at {
         let lot = sampler.next_lot();
-        let (grads, metrics) = lot_gradient(&model, &train_data, &lot, config.batch_size, privatizer, &mut noise, dev)?;
+        let step_noise = match allocation.as_mut() {
+            Some(a) => Some(a.step_noise(step, &model.params(), &mut || {
+                mean_gradient(&model, &train_data, &everyone, config.batch_size, dev)
+            })?),
+            None => None,
+        };
+        let draw = step_noise.as_ref().map(|s| (&mut noise, s.scales.as_slice()));
+        let (grads, metrics) = lot_gradient(&model, &train_data, &lot, config.batch_size, privatizer, draw, dev)?;
+        if let Some(a) = allocation.as_mut() {
+            a.observe(&grads);
+        }
         model.set_params(optimizer.step(config.learning_rate, model.params(), grads));
-        if let Some(z) = z {
-            ledger.record(z, sample_rate, 1).map_err(|e| EngineError::Privacy(e.to_string()))?;
+        if let Some(s) = &step_noise {
+            ledger.record(s.noise_multiplier, sample_rate, 1).map_err(|e| EngineError::Privacy(e.to_string()))?;
         }
         step += 1;
         if step % log_every == 0 || step == planned_steps {
@@ -412,7 +502,7 @@ pub fn train(
             let event = Event::Evaluated {
                 step,
                 test_accuracy: evaluate(&model, &test_data, dev)?,
-                privacy: privacy(&config, &ledger)?,
+                privacy: privacy(&config, &ledger, planned_steps)?,
             };
             append_line(&metrics_path, &event)?;
             observe(&event);
@@ -420,17 +510,19 @@ pub fn train(
         if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at {
             seconds += segment.elapsed().as_secs_f64();
             segment = Instant::now();
-            save(&model, &optimizer, &sampler, &noise, &ledger, step, seconds)?;
+            let released = allocation.as_ref().and_then(NoiseAllocation::released);
+            save(&model, &optimizer, &sampler, &noise, released, &ledger, step, seconds)?;
         }
     }
     let test_accuracy = evaluate(&model, &test_data, dev)?;
-    let spent = privacy(&config, &ledger)?;
+    let spent = privacy(&config, &ledger, planned_steps)?;
     let report = TrainReport {
         test_accuracy,
         epsilon: spent.epsilon,
         delta: spent.delta,
         accountant: spent.accountant,
         guarantee: spent.guarantee,
+        sigma_privacy: sigma_privacy(&config, &ledger)?,
         steps: step,
         seconds,
         noise_multiplier: z,

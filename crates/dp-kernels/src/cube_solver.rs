@@ -140,7 +140,7 @@ fn sphere_solver_kernel(
             j += UNITS;
         }
         if unit == 0 {
-            done[0usize] = done[0usize] + 1u32;
+            done[0usize] += 1u32;
         }
     }
     if finish != 0 {
@@ -158,7 +158,7 @@ fn sphere_solver_kernel(
             j += UNITS;
         }
         if unit == 0 {
-            done[0usize] = done[0usize] + 1u32;
+            done[0usize] += 1u32;
         }
     }
 }

@@ -44,8 +44,8 @@ fn host_values<const D: usize>(t: &Tensor<D>) -> Vec<f32> {
 pub enum NoiseScale {
     /// The same sigma everywhere.
     Uniform(f32),
-    /// One sigma per coordinate, flattened row-major.
-    PerCoordinate(Tensor<1>),
+    /// One sigma per coordinate, flattened row-major (boxed: a tensor handle is large).
+    PerCoordinate(Box<Tensor<1>>),
 }
 
 /// `(grad + sigma * z) * scale`, z standard normals read from `position` (element i from block
@@ -65,7 +65,7 @@ pub fn noisy_scale<const D: usize>(
     let device = grad.device();
     let sigma = match sigma {
         NoiseScale::Uniform(s) => Tensor::<1>::from_data(TensorData::new(vec![*s], [1]), &device),
-        NoiseScale::PerCoordinate(s) => s.clone(),
+        NoiseScale::PerCoordinate(s) => (**s).clone(),
     };
     match place(grad)? {
         Placement::Cube(g) => {

@@ -66,7 +66,9 @@ fn fused_step_adds_scaled_noise_with_scalar_or_per_coordinate_sigma() {
             let g = Tensor::<2>::from_data(TensorData::new(grad.clone(), [1, n]), &device);
             let scale = match sigma.len() {
                 1 => NoiseScale::Uniform(sigma[0]),
-                _ => NoiseScale::PerCoordinate(Tensor::from_data(TensorData::new(sigma.clone(), [n]), &device)),
+                _ => {
+                    NoiseScale::PerCoordinate(Box::new(Tensor::from_data(TensorData::new(sigma.clone(), [n]), &device)))
+                }
             };
             let out = values(noisy_scale(g, &scale, &position(), 0.5).expect("noise"));
             for i in 0..n {
@@ -76,7 +78,7 @@ fn fused_step_adds_scaled_noise_with_scalar_or_per_coordinate_sigma() {
             }
         }
     }
-    let two = NoiseScale::PerCoordinate(Tensor::from_data(TensorData::new(vec![1.0f32, 2.0], [2]), &cpu()));
+    let two = NoiseScale::PerCoordinate(Box::new(Tensor::from_data(TensorData::new(vec![1.0f32, 2.0], [2]), &cpu())));
     let wrong = noisy_scale(Tensor::<1>::zeros([4], &cpu()), &two, &position(), 1.0);
     assert!(wrong.is_err(), "two sigmas for four coordinates must be refused");
 }
