@@ -155,7 +155,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         return Ok(());
     }
     println!("device {device_name}; median ms per lot of {} timed lots after {} warm-up", args.iterations, args.warmup);
-    let header: Vec<String> = BENCHED.iter().map(|m| format!("{:>15}", name(*m))).collect();
+    let header: Vec<String> = BENCHED.iter().map(|m| format!("{:>16}", name(*m))).collect();
     println!(
         "{:<12} {:>6} {:>6} {}   {:>9} {:>9} {:>9} {:>9}",
         "workload",
@@ -168,10 +168,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "ls/gauss"
     );
     for (w, r) in &rows {
-        let cells: Vec<String> = r.ms_per_lot.iter().map(|(_, t)| format!("{t:>15.2}")).collect();
+        let cells: Vec<String> = r.ms_per_lot.iter().map(|(_, t)| format!("{t:>16.2}")).collect();
         let g = r.ms(Mechanism::Gaussian);
         println!(
-            "{:<12} {:>6} {:>6} {}   {:>10.3} {:>9.3} {:>11.3} {:>9.3}",
+            "{:<12} {:>6} {:>6}{}   {:>10.3} {:>9.3} {:>11.3} {:>9.3}",
             w.name,
             w.lot_size,
             w.batch_size,

@@ -12,7 +12,7 @@
 //!   noise multiplier is min sigma / C (DESIGN.md 4.3).
 
 use crate::error::{EngineError, Result};
-use crate::tensor_io::{HostMatrix, matrices_to_host};
+use crate::tensor_io::{HostMatrix, matrices_to_host, to_host};
 use burn::tensor::Tensor;
 use dp_kernels::sigma_solver::{Block, SolverSchedule, solve};
 use dp_kernels::{NoiseScale, sphere_sigma};
@@ -90,10 +90,11 @@ impl NoiseAllocation {
             }),
             NoiseAllocation::Groups { noise_multiplier, bounds, released } => {
                 let weights: Vec<f64> = match released {
-                    Some(avg) => avg
-                        .chunks(2)
-                        .map(|layer| layer.iter().map(|t| f64::from(t.clone().abs().sum().into_scalar::<f32>())).sum())
-                        .collect(),
+                    // One read from the device: sum |w| of every tensor, then per layer.
+                    Some(avg) => {
+                        let sums = Tensor::cat(avg.iter().map(|t| t.clone().abs().sum()).collect(), 0);
+                        to_host(&sums).chunks(2).map(|l| l.iter().map(|&x| f64::from(x)).sum()).collect()
+                    }
                     None => params.chunks(2).map(|l| l.iter().map(|t| t.shape().num_elements() as f64).sum()).collect(),
                 };
                 let sigma = group_sigmas(&weights, bounds, *noise_multiplier)?;
