@@ -13,6 +13,7 @@
 
 use crate::error::{EngineError, Result};
 use crate::tensor_io::{HostMatrix, matrices_to_host, to_host};
+use crate::train_config::Mechanism;
 use burn::tensor::Tensor;
 use dp_kernels::sigma_solver::{Block, SolverSchedule, solve};
 use dp_kernels::{NoiseScale, sphere_sigma};
@@ -75,6 +76,30 @@ fn f32_at_least(x: f64) -> f32 {
 }
 
 impl NoiseAllocation {
+    /// The allocation `mechanism` uses at noise multiplier `z` and clipping bound `clip_norm` over
+    /// `layers` DP layers: groups for optimized (resuming `released` when there is one), the
+    /// sphere for optimized-paper (tau = 1 / z^2, w every `every` lots), uniform otherwise.
+    pub fn for_mechanism(
+        mechanism: Mechanism,
+        z: f64,
+        clip_norm: f64,
+        layers: usize,
+        every: u64,
+        released: Option<Vec<Tensor<2>>>,
+    ) -> Self {
+        match mechanism {
+            Mechanism::Optimized => NoiseAllocation::Groups {
+                noise_multiplier: z,
+                bounds: vec![clip_norm / (layers.max(1) as f64).sqrt(); layers],
+                released,
+            },
+            Mechanism::OptimizedPaper => {
+                NoiseAllocation::Sphere { alpha: clip_norm, tau: 1.0 / (z * z), every, current: None }
+            }
+            _ => NoiseAllocation::Uniform { noise_multiplier: z, clip_norm },
+        }
+    }
+
     /// The noise of step `step`; `params` gives the tensor shapes; `sensitivity` computes the
     /// full-data gradient when the sphere needs a new w.
     pub fn step_noise(

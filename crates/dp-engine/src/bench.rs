@@ -4,7 +4,6 @@
 
 use crate::allocation::NoiseAllocation;
 use crate::backend::SelectedDevice;
-use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::noise::GaussianNoise;
 use crate::optimizer::{Optimizer, OptimizerKind};
@@ -65,30 +64,20 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// The privatizer and noise allocation `mechanism` uses in the benchmark (z = 1, C = 1).
 fn setup(mechanism: Mechanism, config: &BenchConfig, layers: usize) -> Result<(Privatizer, Option<NoiseAllocation>)> {
-    let gaussian = |clipping, smoothing| Privatizer::Gaussian {
-        clip_norm: 1.0,
-        clipping,
-        expected_lot_size: config.lot_size as f64,
-        smoothing,
-    };
-    let uniform = NoiseAllocation::Uniform { noise_multiplier: 1.0, clip_norm: 1.0 };
-    Ok(match mechanism {
-        Mechanism::None => (Privatizer::None, None),
-        Mechanism::Gaussian => (gaussian(Clipping::Flat, None), Some(uniform)),
-        Mechanism::Optimized => {
-            let bounds = vec![1.0 / (layers as f64).sqrt(); layers];
-            let groups = NoiseAllocation::Groups { noise_multiplier: 1.0, bounds, released: None };
-            (gaussian(Clipping::PerLayer, None), Some(groups))
-        }
-        Mechanism::OptimizedPaper => {
-            let sphere = NoiseAllocation::Sphere { alpha: 1.0, tau: 1.0, every: 1, current: None };
-            (gaussian(Clipping::Flat, None), Some(sphere))
-        }
+    if mechanism == Mechanism::None {
+        return Ok((Privatizer::None, None));
+    }
+    let clipping = mechanism.default_clipping();
+    let smoothing = match mechanism {
         Mechanism::LsSgd | Mechanism::LsAdam => {
             let operator = LaplacianSmoothing::new(1.0).map_err(|e| EngineError::invalid("ls-sigma", e))?;
-            (gaussian(Clipping::Flat, Some(Smoothing { operator, scope: SmoothingScope::Tensor })), Some(uniform))
+            Some(Smoothing { operator, scope: SmoothingScope::Tensor })
         }
-    })
+        _ => None,
+    };
+    let privatizer =
+        Privatizer::Gaussian { clip_norm: 1.0, clipping, expected_lot_size: config.lot_size as f64, smoothing };
+    Ok((privatizer, Some(NoiseAllocation::for_mechanism(mechanism, 1.0, 1.0, layers, 1, None))))
 }
 
 /// Times every mechanism of [`BENCHED`]; `progress` is told after every timed or warm-up lot.

@@ -38,6 +38,12 @@ impl Mechanism {
         self != Mechanism::None
     }
 
+    /// The clipping a mechanism implies when none is given: per-layer for optimized (its groups),
+    /// else flat.
+    pub fn default_clipping(self) -> Clipping {
+        if self == Mechanism::Optimized { Clipping::PerLayer } else { Clipping::Flat }
+    }
+
     /// The update rule a mechanism implies when none is given: Adam for ls-adam, else SGD.
     fn default_optimizer(self) -> OptimizerName {
         if self == Mechanism::LsAdam { OptimizerName::Adam } else { OptimizerName::Sgd }
@@ -244,11 +250,7 @@ impl TrainConfig {
 
     /// The clipping used: the one given, or per-layer for optimized and flat otherwise.
     pub fn clipping(&self) -> Clipping {
-        self.clipping.unwrap_or(if self.mechanism == Mechanism::Optimized {
-            Clipping::PerLayer
-        } else {
-            Clipping::Flat
-        })
+        self.clipping.unwrap_or(self.mechanism.default_clipping())
     }
 
     /// The update rule used: the one given, or the mechanism's default.

@@ -254,28 +254,6 @@ fn noise_multiplier(config: &TrainConfig, sample_rate: f64, steps: u64) -> Resul
     }
 }
 
-/// The noise allocation of a private run with noise multiplier `z` over `layers` DP layers,
-/// resuming the optimized mechanism's average of released gradients when there is one.
-fn allocation(
-    config: &TrainConfig,
-    z: f64,
-    layers: usize,
-    released: Option<Vec<burn::tensor::Tensor<2>>>,
-) -> NoiseAllocation {
-    let c = config.clip_norm;
-    match config.mechanism {
-        Mechanism::Optimized => NoiseAllocation::Groups {
-            noise_multiplier: z,
-            bounds: vec![c / (layers.max(1) as f64).sqrt(); layers],
-            released,
-        },
-        Mechanism::OptimizedPaper => {
-            NoiseAllocation::Sphere { alpha: c, tau: 1.0 / (z * z), every: config.sensitivity_every, current: None }
-        }
-        _ => NoiseAllocation::Uniform { noise_multiplier: z, clip_norm: c },
-    }
-}
-
 /// Test accuracy of `model` on `data`.
 pub fn evaluate(model: &Model, data: &ImageDataset, device: &burn::tensor::Device) -> Result<f64> {
     let indices: Vec<usize> = (0..data.len()).collect();
@@ -436,7 +414,17 @@ pub fn train(
         },
         None => Privatizer::None,
     };
-    let mut allocation = z.map(|z| allocation(&config, z, model.params().len() / 2, released));
+    let layers = model.params().len() / 2;
+    let mut allocation = z.map(|z| {
+        NoiseAllocation::for_mechanism(
+            config.mechanism,
+            z,
+            config.clip_norm,
+            layers,
+            config.sensitivity_every,
+            released,
+        )
+    });
     let everyone: Vec<usize> = (0..n).collect();
     let steps_per_epoch = ((n as f64 / config.lot_size as f64).round() as u64).max(1);
     let log_every = (steps_per_epoch / 10).max(1);
