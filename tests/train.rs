@@ -169,6 +169,15 @@ fn bench_json_has_the_contract_keys() {
     }
 }
 
+/// Runs `dptrain` with `args` and `--json`, which must succeed: its report and the checkpoint in
+/// `out`.
+fn train_json(mut args: Vec<&str>, out: &Path) -> (Value, Value) {
+    args.push("--json");
+    let output = dptrain(&args);
+    assert!(output.status.success(), "{}: {}", out.display(), String::from_utf8_lossy(&output.stderr));
+    (serde_json::from_slice(&output.stdout).unwrap(), checkpoint(out))
+}
+
 #[test]
 fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
     let (tmp, data) = temp_with_dataset(300);
@@ -176,12 +185,10 @@ fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
     let run = |name: &str, extra: &[&str]| {
         let out = tmp.path().join(name);
         let mut args = base_args(d, out.to_str().unwrap());
-        args.extend(["--epochs", "1", "-z", "1.1", "--seed", "4", "--json"]);
+        args.extend(["--epochs", "1", "-z", "1.1", "--seed", "4"]);
         args.extend(extra);
-        let output = dptrain(&args);
-        assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
-        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-        (report, checkpoint(&out)["params"].clone())
+        let (report, ckpt) = train_json(args, &out);
+        (report, ckpt["params"].clone())
     };
     let (gaussian, gaussian_params) = run("gaussian", &[]);
     let (s_zero, s_zero_params) = run("s0", &["--mechanism", "ls-sgd", "--ls-sigma", "0"]);
@@ -221,11 +228,7 @@ fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_r
         let out = tmp.path().join(name);
         let mut args = mlp_args(d, out.to_str().unwrap());
         args.extend(extra);
-        args.push("--json");
-        let output = dptrain(&args);
-        assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
-        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-        (report, checkpoint(&out))
+        train_json(args, &out)
     };
     // Sound: the same noise multiplier as DP-SGD with per-layer clipping, so the same epsilon,
     // but a different sigma per layer.

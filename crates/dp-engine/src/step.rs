@@ -118,9 +118,7 @@ pub fn mean_gradient(
     batch_size: usize,
     device: &Device,
 ) -> Result<Vec<Tensor<2>>> {
-    let (sums, _) = summed_gradients(model, source, examples, batch_size, Privatizer::None, device)?;
-    let n = examples.len().max(1) as f64;
-    Ok(sums.into_iter().map(|s| s.div_scalar(n)).collect())
+    lot_gradient(model, source, examples, batch_size, Privatizer::None, None, device).map(|(grads, _)| grads)
 }
 
 /// The noise stream and the scale of each parameter tensor's noise for one step.
