@@ -5,6 +5,7 @@ mod accountant_args;
 mod bench;
 mod calibrate;
 mod enum_arg;
+mod erm;
 mod output;
 mod schedule;
 mod train;
@@ -34,6 +35,8 @@ enum Command {
     Train(train::TrainArgs),
     /// Time DP-SGD against the unperturbed baseline (ms per lot and their ratio).
     Bench(bench::BenchArgs),
+    /// DP-ERM on a CSV table: input perturbation, DBDP-ERM and the certified baselines over epsilon.
+    Erm(erm::ErmArgs),
 }
 
 /// Parses the command line, runs the command and maps every error to one line and an exit code.
@@ -59,6 +62,7 @@ pub fn run() -> ExitCode {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Train(args) => train::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Erm(args) => erm::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

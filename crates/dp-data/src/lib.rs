@@ -1,5 +1,5 @@
-//! Data for DP training: MNIST-format IDX files (raw or .gz) and CIFAR-10 binaries loaded with
-//! errors that name the file, published normalisation constants, and lot samplers (Poisson by
+//! Data for DP training: MNIST-format IDX files (raw or .gz), CIFAR-10 binaries and CSV tables
+//! loaded with errors that name the file, published normalisation constants, and lot samplers (Poisson by
 //! default) driven by a ChaCha20 generator keyed from the OS.
 
 pub mod catalog;
@@ -11,6 +11,8 @@ pub mod mnist;
 pub mod rng_state;
 pub mod sampler;
 pub mod split;
+pub mod tabular;
+pub mod unit_ball;
 
 pub use catalog::DatasetName;
 pub use error::{DataError, Result};
@@ -18,3 +20,5 @@ pub use image_dataset::{ImageDataset, Normalization};
 pub use rng_state::ChaChaState;
 pub use sampler::{LotSampler, Sampling};
 pub use split::Split;
+pub use tabular::{CsvOptions, HeaderMode, LabelColumn, MissingValues, TabularData, load_csv};
+pub use unit_ball::UnitBallScaler;

@@ -1,0 +1,428 @@
+//! Tabular data from CSV files (UCI, Kaggle and scikit-learn tables): numeric and one-hot
+//! categorical features, a label column by name or index, missing values imputed or dropped and
+//! reported, and a seeded train/test split. Every error names the file and the line.
+
+use crate::error::{DataError, Result};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha20Rng;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Whether the first line of the file names the columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderMode {
+    /// A header is assumed when some column has a non-numeric first field and numbers below it.
+    Auto,
+    /// The first line is a header.
+    Present,
+    /// Every line is data.
+    Absent,
+}
+
+/// Which column holds the label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelColumn {
+    /// The last column.
+    Last,
+    /// A 0-based column index.
+    Index(usize),
+    /// A column named in the header.
+    Name(String),
+}
+
+/// What to do with a row that has missing feature values ("", "?", "NA", "NaN", "null").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingValues {
+    /// Replace by the column mean (numeric) or its most frequent value (categorical).
+    Impute,
+    /// Drop the row.
+    Drop,
+}
+
+/// How to read a CSV file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvOptions {
+    /// Header detection.
+    pub header: HeaderMode,
+    /// The label column.
+    pub label: LabelColumn,
+    /// Missing feature values.
+    pub missing: MissingValues,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        Self { header: HeaderMode::Auto, label: LabelColumn::Last, missing: MissingValues::Impute }
+    }
+}
+
+/// What was missing in the file and what was done about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MissingReport {
+    /// Missing feature cells that were imputed.
+    pub imputed_cells: usize,
+    /// Rows dropped (a missing label, or any missing value under [`MissingValues::Drop`]).
+    pub dropped_rows: usize,
+    /// Missing cells per original column name, for the columns that had any.
+    pub by_column: BTreeMap<String, usize>,
+}
+
+/// A labelled table: row-major f64 features and class indices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TabularData {
+    /// Row-major features, `len() * dim` values.
+    pub features: Vec<f64>,
+    /// Features per row (after one-hot encoding).
+    pub dim: usize,
+    /// Class index of each row, into `classes`.
+    pub labels: Vec<usize>,
+    /// Class names in index order (numeric labels sorted by value, others by name).
+    pub classes: Vec<String>,
+    /// Feature names (`column=value` for one-hot columns).
+    pub feature_names: Vec<String>,
+    /// Missing-value handling.
+    pub missing: MissingReport,
+}
+
+const MISSING: [&str; 7] = ["", "?", "na", "nan", "null", "none", "n/a"];
+
+fn is_missing(field: &str) -> bool {
+    MISSING.contains(&field.trim().to_ascii_lowercase().as_str())
+}
+
+fn number(field: &str) -> Option<f64> {
+    field.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Reads every record, requiring one width for all of them.
+fn read_records(path: &Path) -> Result<Vec<Vec<String>>> {
+    let bytes = std::fs::read(path).map_err(|source| DataError::Io { path: path.to_path_buf(), source })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(DataError::corrupt(path, "the file is empty"));
+    }
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(false).from_reader(bytes.as_slice());
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| {
+            let line = e.position().map(|p| p.line()).unwrap_or(0);
+            let reason = match e.kind() {
+                csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+                    format!("line {line} has {len} fields, the file's first line has {expected_len}")
+                }
+                _ => format!("line {line}: {e}"),
+            };
+            DataError::corrupt(path, reason)
+        })?;
+        if record.iter().all(|f| f.trim().is_empty()) {
+            continue;
+        }
+        rows.push(record.iter().map(|f| f.trim().to_string()).collect());
+    }
+    Ok(rows)
+}
+
+/// True when some column has a non-numeric, non-missing first field and only numbers below it.
+fn looks_like_header(rows: &[Vec<String>]) -> bool {
+    let Some((first, rest)) = rows.split_first() else { return false };
+    if rest.is_empty() {
+        return first.iter().all(|f| !is_missing(f) && number(f).is_none());
+    }
+    (0..first.len()).any(|j| {
+        !is_missing(&first[j])
+            && number(&first[j]).is_none()
+            && rest.iter().any(|r| !is_missing(&r[j]))
+            && rest.iter().all(|r| is_missing(&r[j]) || number(&r[j]).is_some())
+    })
+}
+
+/// One feature column: numeric, or categorical with its sorted categories.
+enum Column {
+    Numeric { fill: f64 },
+    Categorical { categories: Vec<String>, fill: String },
+}
+
+fn describe_column(values: &[&str]) -> Column {
+    let present: Vec<&str> = values.iter().copied().filter(|v| !is_missing(v)).collect();
+    if present.iter().all(|v| number(v).is_some()) {
+        let sum: f64 = present.iter().filter_map(|v| number(v)).sum();
+        let fill = if present.is_empty() { 0.0 } else { sum / present.len() as f64 };
+        return Column::Numeric { fill };
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for v in &present {
+        *counts.entry(v).or_default() += 1;
+    }
+    // The most frequent value; ties go to the first in sorted order.
+    let fill =
+        counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(v, _)| v.to_string()).unwrap_or_default();
+    Column::Categorical { categories: counts.keys().map(|v| v.to_string()).collect(), fill }
+}
+
+fn class_names(labels: &[&str]) -> Vec<String> {
+    let mut names: Vec<&str> = labels.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    if names.iter().all(|v| number(v).is_some()) {
+        names.sort_by(|a, b| number(a).unwrap_or(0.0).total_cmp(&number(b).unwrap_or(0.0)));
+    }
+    names.into_iter().map(str::to_string).collect()
+}
+
+/// Loads a CSV table.
+pub fn load_csv(path: &Path, options: &CsvOptions) -> Result<TabularData> {
+    let mut rows = read_records(path)?;
+    let header = match options.header {
+        HeaderMode::Present => true,
+        HeaderMode::Absent => false,
+        HeaderMode::Auto => looks_like_header(&rows),
+    };
+    let width = rows.first().map_or(0, Vec::len);
+    let names: Vec<String> = if header { rows.remove(0) } else { (0..width).map(|j| format!("column{j}")).collect() };
+    if rows.is_empty() {
+        return Err(DataError::corrupt(path, "the file has a header but no data rows"));
+    }
+    if width < 2 {
+        return Err(DataError::corrupt(path, "a table needs at least one feature column and a label column"));
+    }
+    let label = match &options.label {
+        LabelColumn::Last => width - 1,
+        LabelColumn::Index(j) if *j < width => *j,
+        LabelColumn::Index(j) => {
+            return Err(DataError::corrupt(
+                path,
+                format!("label column {j} does not exist (columns 0 to {})", width - 1),
+            ));
+        }
+        LabelColumn::Name(name) => names.iter().position(|n| n == name).ok_or_else(|| {
+            let hint = if header {
+                format!("columns: {}", names.join(", "))
+            } else {
+                "the file has no header; give the label column's index".into()
+            };
+            DataError::corrupt(path, format!("label column '{name}' does not exist ({hint})"))
+        })?,
+    };
+    let first_line = usize::from(header) + 1;
+    let mut report = MissingReport::default();
+    let mut kept = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let missing_cols: Vec<usize> = (0..width).filter(|&j| j != label && is_missing(&row[j])).collect();
+        for &j in &missing_cols {
+            *report.by_column.entry(names[j].clone()).or_default() += 1;
+        }
+        if is_missing(&row[label]) || (options.missing == MissingValues::Drop && !missing_cols.is_empty()) {
+            report.dropped_rows += 1;
+            continue;
+        }
+        report.imputed_cells += missing_cols.len();
+        kept.push(i);
+    }
+    if options.missing == MissingValues::Drop {
+        report.imputed_cells = 0;
+    }
+    if kept.is_empty() {
+        return Err(DataError::corrupt(path, "every row has a missing label or value"));
+    }
+    let feature_cols: Vec<usize> = (0..width).filter(|&j| j != label).collect();
+    let columns: Vec<Column> = feature_cols
+        .iter()
+        .map(|&j| describe_column(&kept.iter().map(|&i| rows[i][j].as_str()).collect::<Vec<_>>()))
+        .collect();
+    let mut feature_names = Vec::new();
+    for (c, &j) in columns.iter().zip(&feature_cols) {
+        match c {
+            Column::Numeric { .. } => feature_names.push(names[j].clone()),
+            Column::Categorical { categories, .. } => {
+                feature_names.extend(categories.iter().map(|v| format!("{}={v}", names[j])))
+            }
+        }
+    }
+    let dim = feature_names.len();
+    let mut features = Vec::with_capacity(kept.len() * dim);
+    for &i in &kept {
+        for (c, &j) in columns.iter().zip(&feature_cols) {
+            let field = rows[i][j].as_str();
+            match c {
+                Column::Numeric { fill } => {
+                    features.push(if is_missing(field) { *fill } else { number(field).unwrap_or(*fill) })
+                }
+                Column::Categorical { categories, fill } => {
+                    let value = if is_missing(field) { fill.as_str() } else { field };
+                    features.extend(categories.iter().map(|v| if v == value { 1.0 } else { 0.0 }));
+                }
+            }
+        }
+    }
+    let label_fields: Vec<&str> = kept.iter().map(|&i| rows[i][label].as_str()).collect();
+    let classes = class_names(&label_fields);
+    if classes.len() < 2 {
+        return Err(DataError::corrupt(
+            path,
+            format!("the label column '{}' has a single class '{}' (line {first_line} on)", names[label], classes[0]),
+        ));
+    }
+    let labels = label_fields.iter().map(|v| classes.iter().position(|c| c == v).unwrap_or(0)).collect();
+    Ok(TabularData { features, dim, labels, classes, feature_names, missing: report })
+}
+
+impl TabularData {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// The features of row `i`.
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.features[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// The rows at `indices`, in that order.
+    pub fn select(&self, indices: &[usize]) -> TabularData {
+        TabularData {
+            features: indices.iter().flat_map(|&i| self.row(i).iter().copied()).collect(),
+            labels: indices.iter().map(|&i| self.labels[i]).collect(),
+            missing: MissingReport::default(),
+            ..self.clone_metadata()
+        }
+    }
+
+    fn clone_metadata(&self) -> TabularData {
+        TabularData {
+            features: Vec::new(),
+            dim: self.dim,
+            labels: Vec::new(),
+            classes: self.classes.clone(),
+            feature_names: self.feature_names.clone(),
+            missing: self.missing.clone(),
+        }
+    }
+
+    /// Writes the table as CSV with a header (feature names, then `label`) and class names as
+    /// labels, so that [`load_csv`] reads it back.
+    pub fn write_csv(&self, path: &Path) -> Result<()> {
+        let io = |e: csv::Error| DataError::Io { path: path.to_path_buf(), source: std::io::Error::other(e) };
+        let mut w = csv::Writer::from_path(path).map_err(io)?;
+        w.write_record(self.feature_names.iter().map(String::as_str).chain(["label"])).map_err(io)?;
+        for i in 0..self.len() {
+            let mut record: Vec<String> = self.row(i).iter().map(|v| format!("{v:e}")).collect();
+            record.push(self.classes[self.labels[i]].clone());
+            w.write_record(&record).map_err(io)?;
+        }
+        w.flush().map_err(|source| DataError::Io { path: path.to_path_buf(), source })
+    }
+
+    /// A random (train, test) split with `test_fraction` of the rows held out, shuffled by `seed`.
+    pub fn split(&self, test_fraction: f64, seed: u64) -> Result<(TabularData, TabularData)> {
+        if !(test_fraction > 0.0 && test_fraction < 1.0) {
+            return Err(DataError::InvalidParameter {
+                name: "test fraction",
+                reason: format!("{test_fraction} must lie strictly between 0 and 1"),
+            });
+        }
+        let test = ((self.len() as f64) * test_fraction).round() as usize;
+        if test == 0 || test >= self.len() - 1 {
+            return Err(DataError::InvalidParameter {
+                name: "test fraction",
+                reason: format!("{test_fraction} of {} rows leaves an empty or single-row side", self.len()),
+            });
+        }
+        let mut order: Vec<usize> = (0..self.len()).collect();
+        order.shuffle(&mut ChaCha20Rng::seed_from_u64(seed));
+        Ok((self.select(&order[test..]), self.select(&order[..test])))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(content: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(content.as_bytes()).unwrap();
+        f
+    }
+
+    fn load(content: &str, options: &CsvOptions) -> Result<TabularData> {
+        load_csv(file(content).path(), options)
+    }
+
+    #[test]
+    fn header_categorical_and_missing() {
+        let csv =
+            "age,work,score,income\n39,State-gov,1.5,<=50K\n50,?,2.5,>50K\n38,Private,,<=50K\n41,Private,3.0,>50K\n";
+        let opts = CsvOptions { label: LabelColumn::Name("income".into()), ..CsvOptions::default() };
+        let d = load(csv, &opts).unwrap();
+        assert_eq!(d.feature_names, ["age", "work=Private", "work=State-gov", "score"]);
+        assert_eq!(d.classes, ["<=50K", ">50K"]);
+        assert_eq!(d.labels, [0, 1, 0, 1]);
+        // work is imputed with its mode, score with its mean 7/3.
+        assert_eq!(d.row(1), [50.0, 1.0, 0.0, 2.5]);
+        assert_eq!(d.row(2), [38.0, 1.0, 0.0, 7.0 / 3.0]);
+        assert_eq!(d.missing.imputed_cells, 2);
+        assert_eq!(d.missing.by_column["work"], 1);
+        let dropped = load(csv, &CsvOptions { missing: MissingValues::Drop, ..opts }).unwrap();
+        assert_eq!(dropped.len(), 2);
+        assert_eq!(dropped.missing.dropped_rows, 2);
+    }
+
+    #[test]
+    fn headerless_numeric_labels_sorted_by_value() {
+        let d = load("0.1,0.2,10\n0.3,0.4,2\n0.5,0.6,10\n", &CsvOptions::default()).unwrap();
+        assert_eq!(d.dim, 2);
+        assert_eq!(d.classes, ["2", "10"]);
+        assert_eq!(d.labels, [1, 0, 1]);
+        let by_index =
+            load("1,a\n2,b\n", &CsvOptions { label: LabelColumn::Index(1), ..CsvOptions::default() }).unwrap();
+        assert_eq!(by_index.classes, ["a", "b"]);
+    }
+
+    #[test]
+    fn one_line_errors() {
+        let bad_row = load("a,b,y\n1,2,0\n1,2\n", &CsvOptions::default()).unwrap_err().to_string();
+        assert!(bad_row.contains("line 3 has 2 fields"), "{bad_row}");
+        assert!(load("", &CsvOptions::default()).unwrap_err().to_string().contains("empty"));
+        assert!(load("a,b,y\n", &CsvOptions::default()).unwrap_err().to_string().contains("no data rows"));
+        let opts = CsvOptions { label: LabelColumn::Name("label".into()), ..CsvOptions::default() };
+        let no_label = load("a,b,y\n1,2,0\n", &opts).unwrap_err().to_string();
+        assert!(no_label.contains("'label' does not exist"), "{no_label}");
+        let idx = CsvOptions { label: LabelColumn::Index(7), ..CsvOptions::default() };
+        assert!(load("1,2,0\n", &idx).unwrap_err().to_string().contains("column 7 does not exist"));
+        assert!(load("1,2,0\n3,4,0\n", &CsvOptions::default()).unwrap_err().to_string().contains("single class"));
+        for e in [bad_row, no_label] {
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn written_tables_read_back() {
+        let d = load("a,b,y\n0.5,1e-3,cat\n2,3,dog\n", &CsvOptions::default()).unwrap();
+        let out = tempfile::NamedTempFile::new().unwrap();
+        d.write_csv(out.path()).unwrap();
+        let back =
+            load_csv(out.path(), &CsvOptions { label: LabelColumn::Name("label".into()), ..CsvOptions::default() })
+                .unwrap();
+        assert_eq!((back.features, back.labels, back.classes), (d.features, d.labels, d.classes));
+    }
+
+    #[test]
+    fn split_is_seeded_and_disjoint() {
+        let rows: String = (0..20).map(|i| format!("{i},{}\n", i % 2)).collect();
+        let d = load(&rows, &CsvOptions::default()).unwrap();
+        let (train, test) = d.split(0.25, 7).unwrap();
+        assert_eq!((train.len(), test.len()), (15, 5));
+        let (train2, _) = d.split(0.25, 7).unwrap();
+        assert_eq!(train, train2);
+        let mut all: Vec<f64> = train.features.iter().chain(&test.features).copied().collect();
+        all.sort_by(f64::total_cmp);
+        assert_eq!(all, (0..20).map(f64::from).collect::<Vec<_>>());
+        assert!(d.split(1.5, 0).is_err());
+    }
+}

@@ -1,0 +1,47 @@
+//! Randomness for ERM runs: ChaCha20 keyed from the OS (a cryptographic generator for every
+//! noise draw), or from `--seed` for a reproducible, labelled run.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rand_distr::StandardNormal;
+
+/// A run's generator.
+pub struct NoiseRng(ChaCha20Rng);
+
+impl NoiseRng {
+    /// Keyed from `seed` when given, otherwise from the operating system; `stream` separates the
+    /// generators of one seed (repeats, methods) so that no two read the same words.
+    pub fn new(seed: Option<u64>, stream: u64) -> Self {
+        let mut rng = match seed {
+            Some(s) => ChaCha20Rng::seed_from_u64(s),
+            None => ChaCha20Rng::from_os_rng(),
+        };
+        rng.set_stream(stream);
+        Self(rng)
+    }
+
+    /// One standard normal draw.
+    pub fn normal(&mut self) -> f64 {
+        self.0.sample(StandardNormal)
+    }
+
+    /// `len` draws of N(0, sigma^2).
+    pub fn gaussian(&mut self, len: usize, sigma: f64) -> Vec<f64> {
+        (0..len).map(|_| sigma * self.normal()).collect()
+    }
+
+    /// A uniform index below `n`.
+    pub fn index(&mut self, n: usize) -> usize {
+        self.0.random_range(0..n)
+    }
+
+    /// True with probability `p`.
+    pub fn bernoulli(&mut self, p: f64) -> bool {
+        self.0.random_bool(p)
+    }
+
+    /// `k` distinct indices below `n`, in random order.
+    pub fn sample_without_replacement(&mut self, n: usize, k: usize) -> Vec<usize> {
+        rand::seq::index::sample(&mut self.0, n, k).into_vec()
+    }
+}

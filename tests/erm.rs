@@ -1,0 +1,201 @@
+//! End-to-end tests of `dptrain erm` on small generated tables in the UCI/scikit-learn CSV
+//! layouts: the report's labels and refusals, the files it writes, and one-line errors.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn dptrain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dptrain")).args(args).output().expect("dptrain runs")
+}
+
+/// A separable-ish table: `n` rows, 3 numeric features, one categorical, labels from a rule.
+fn write_table(dir: &Path, n: usize, classes: usize) -> String {
+    let mut csv = String::from("f1,f2,f3,colour,label\n");
+    for i in 0..n {
+        let (a, b, c) = ((i * 37 % 101) as f64 / 10.0, (i * 53 % 97) as f64 / 10.0, (i * 11 % 13) as f64);
+        let colour = ["red", "green", "blue"][i % 3];
+        let label = if classes == 2 { usize::from(a + 0.5 * b > 7.0) } else { ((a + b) as usize / 7).min(classes - 1) };
+        csv.push_str(&format!("{a},{b},{c},{colour},class{label}\n"));
+    }
+    let path = dir.join(format!("table{classes}.csv"));
+    std::fs::write(&path, csv).unwrap();
+    path.display().to_string()
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let out = dptrain(args);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn every_method_reports_its_label_and_the_files_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = write_table(dir.path(), 120, 2);
+    let out = dir.path().join("out");
+    let v = run_json(&[
+        "erm",
+        "--dataset",
+        &table,
+        "--epsilons",
+        "0.5,4",
+        "--repeats",
+        "2",
+        "--c1",
+        "1e6",
+        "--lambda",
+        "0.05",
+        "--seed",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+        "--write-private-data",
+        "--json",
+    ]);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6 * 2 + 1);
+    for row in rows {
+        let expected = match row["method"].as_str().unwrap() {
+            "input" | "dbdp" | "dbdp-if" => "paper-bound",
+            "gradient" | "output" | "objective" => "certified",
+            _ => "none",
+        };
+        assert_eq!(row["guarantee"], expected, "{row}");
+        assert_eq!(row["runs"], 2, "{row}");
+        let acc = row["accuracy_mean"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&acc));
+    }
+    // The certified epsilons never exceed the budget.
+    for row in rows.iter().filter(|r| r["guarantee"] == "certified") {
+        assert!(row["claimed_epsilon"].as_f64().unwrap() <= row["epsilon"].as_f64().unwrap() + 1e-9, "{row}");
+    }
+    assert_eq!(v["features"], 3 + 3 + 1, "3 numeric + 3 one-hot + intercept");
+    for file in ["table.csv", "report.json", "accuracy.svg", "gap.svg"] {
+        assert!(out.join(file).metadata().unwrap().len() > 100, "{file}");
+    }
+    let csv = std::fs::read_to_string(out.join("table.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 14);
+    // D_priv of input, dbdp and dbdp-if: 2 epsilons x 2 runs each, readable as a table again.
+    let private: Vec<_> = std::fs::read_dir(out.join("private-data")).unwrap().collect();
+    assert_eq!(private.len(), 3 * 2 * 2);
+    let again = dptrain(&[
+        "erm",
+        "--dataset",
+        out.join("private-data/input-eps4-run0.csv").to_str().unwrap(),
+        "--methods",
+        "non-private",
+        "--repeats",
+        "1",
+        "--out",
+        dir.path().join("again").to_str().unwrap(),
+    ]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+}
+
+#[test]
+fn seeded_runs_reproduce() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = write_table(dir.path(), 80, 2);
+    let args = |out: &str| {
+        vec![
+            "erm",
+            "--dataset",
+            &table,
+            "--methods",
+            "input,gradient,output",
+            "--epsilons",
+            "1",
+            "--repeats",
+            "1",
+            "--seed",
+            "9",
+            "--json",
+            "--out",
+            out,
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let va = run_json(&args(a.to_str().unwrap()).iter().map(String::as_str).collect::<Vec<_>>());
+    let vb = run_json(&args(b.to_str().unwrap()).iter().map(String::as_str).collect::<Vec<_>>());
+    for (ra, rb) in va["rows"].as_array().unwrap().iter().zip(vb["rows"].as_array().unwrap()) {
+        assert_eq!(ra["gap_mean"], rb["gap_mean"]);
+    }
+}
+
+#[test]
+fn refusals_name_the_violated_condition() {
+    let dir = tempfile::tempdir().unwrap();
+    let three = write_table(dir.path(), 90, 3);
+    let v = run_json(&[
+        "erm",
+        "--dataset",
+        &three,
+        "--methods",
+        "objective,dbdp-if,output",
+        "--epsilons",
+        "1",
+        "--repeats",
+        "1",
+        "--json",
+        "--out",
+        dir.path().join("o").to_str().unwrap(),
+    ]);
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows[0]["refused"].as_str().unwrap().contains("rank one"), "{}", rows[0]);
+    assert!(rows[1]["refused"].as_str().unwrap().contains("c1 T / n^2"), "{}", rows[1]);
+    assert_eq!(rows[2]["guarantee"], "certified", "softmax regression is strongly convex: output perturbation applies");
+    let mlp = run_json(&[
+        "erm",
+        "--dataset",
+        &three,
+        "--model",
+        "mlp",
+        "--methods",
+        "output",
+        "--epsilons",
+        "1",
+        "--repeats",
+        "1",
+        "--json",
+        "--out",
+        dir.path().join("m").to_str().unwrap(),
+    ]);
+    assert!(mlp["rows"][0]["refused"].as_str().unwrap().contains("not convex"));
+}
+
+#[test]
+fn bad_input_gives_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write_table(dir.path(), 40, 2);
+    let bad_rows = dir.path().join("bad.csv");
+    std::fs::write(&bad_rows, "a,b,label\n1,2,x\n3,y\n").unwrap();
+    let empty = dir.path().join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    let missing = dir.path().join("missing.csv");
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--dataset", bad_rows.to_str().unwrap()], "line 3 has 2 fields"),
+        (vec!["--dataset", empty.to_str().unwrap()], "empty"),
+        (vec!["--dataset", &good, "--label", "income"], "label column 'income' does not exist"),
+        (vec!["--dataset", &good, "--label", "9"], "label column 9 does not exist"),
+        (vec!["--dataset", &good, "--epsilons", "1,0"], "invalid epsilon '0'"),
+        (vec!["--dataset", &good, "--epsilons", "-1"], "invalid epsilon '-1'"),
+        (vec!["--dataset", &good, "--delta", "1.5"], "delta"),
+        (vec!["--dataset", &good, "--methods", "laplace"], "'laplace' is not one of"),
+        (vec!["--dataset", missing.to_str().unwrap()], "cannot read"),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["erm", "--out", out];
+        args.extend(&extra);
+        let o = dptrain(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{extra:?} succeeded");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{extra:?}: {stderr}");
+    }
+}
