@@ -251,7 +251,8 @@ pub fn run(args: ErmArgs) -> Result<()> {
     for row in report.rows.iter().filter(|r| !r.notes.is_empty()) {
         if !seen.contains(&row.method) {
             seen.push(row.method);
-            println!("{}: {}", row.method, row.notes.join("; "));
+            let at = row.epsilon.map_or(String::new(), |e| format!(" (epsilon {e})"));
+            println!("{}{at}: {}", row.method, row.notes.join("; "));
         }
     }
     println!(

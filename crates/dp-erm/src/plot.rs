@@ -61,7 +61,7 @@ pub fn draw(report: &ExperimentReport, metric: Metric, title: &str, path: &Path)
         format!("{m} ({})", guarantee.map_or(String::new(), |g| g.to_string()))
     };
     macro_rules! chart {
-        ($y_range:expr, $y_desc:expr, $transform:expr, $reference:expr) => {{
+        ($y_range:expr, $y_desc:expr, $y_format:expr, $transform:expr, $reference:expr) => {{
             let mut chart = ChartBuilder::on(&root)
                 .caption(caption, ("sans-serif", 20))
                 .margin(12)
@@ -69,7 +69,14 @@ pub fn draw(report: &ExperimentReport, metric: Metric, title: &str, path: &Path)
                 .y_label_area_size(70)
                 .build_cartesian_2d(x_range, $y_range)
                 .map_err(|e| fail(e.to_string()))?;
-            chart.configure_mesh().x_desc("epsilon").y_desc($y_desc).draw().map_err(|e| fail(e.to_string()))?;
+            chart
+                .configure_mesh()
+                .x_desc("epsilon")
+                .y_desc($y_desc)
+                .x_label_formatter(&|x: &f64| format!("{x}"))
+                .y_label_formatter(&$y_format)
+                .draw()
+                .map_err(|e| fail(e.to_string()))?;
             for (k, &m) in methods.iter().enumerate() {
                 let color = COLORS[k % COLORS.len()];
                 if !m.is_private() {
@@ -115,13 +122,19 @@ pub fn draw(report: &ExperimentReport, metric: Metric, title: &str, path: &Path)
     match metric {
         Metric::Accuracy => {
             let identity = |v: f64| v;
-            chart!(0.0..100.0, "test accuracy (%)", identity, 100.0 * report.non_private_accuracy)
+            chart!(
+                0.0..100.0,
+                "test accuracy (%)",
+                |y: &f64| format!("{y:.0}"),
+                identity,
+                100.0 * report.non_private_accuracy
+            )
         }
         Metric::Gap => {
             // The gap is >= 0 up to solver precision; the log axis shows values below 1e-9 at 1e-9.
             let floor = |v: f64| v.max(1e-9);
             let top = points.iter().map(|p| p.1 + p.2).fold(1e-8, f64::max) * 2.0;
-            chart!((1e-9..top).log_scale(), "optimality gap F(theta) - L*", floor, 1e-9)
+            chart!((1e-9..top).log_scale(), "optimality gap F(theta) - L*", |y: &f64| format!("{y:.0e}"), floor, 1e-9)
         }
     }
     root.present().map_err(|e| fail(e.to_string()))
