@@ -244,9 +244,13 @@ impl Problem {
 
     /// H^{-1} of F at the optimum, or the refusal of DBDP-IF when it does not exist.
     pub fn inverse_hessian(&self) -> Result<&InverseHessian> {
-        let inverse = self
-            .inverse
-            .get_or_init(|| InverseHessian::at(&self.objective(), &self.optimum).map_err(|e| e.to_string()));
+        let inverse = self.inverse.get_or_init(|| {
+            let objective = self.objective();
+            InverseHessian::at(&objective, &self.optimum).map_err(|e| {
+                let stationarity = crate::linalg::norm(&objective.gradient(&self.optimum));
+                format!("{e} (||grad F(theta~)|| = {stationarity:.1e})")
+            })
+        });
         inverse.as_ref().map_err(|reason| ErmError::Refused { method: "dbdp-if", reason: reason.clone() })
     }
 
