@@ -130,40 +130,18 @@ fn seeded_runs_reproduce() {
 fn refusals_name_the_violated_condition() {
     let dir = tempfile::tempdir().unwrap();
     let three = write_table(dir.path(), 90, 3);
-    let v = run_json(&[
-        "erm",
-        "--dataset",
-        &three,
-        "--methods",
-        "objective,dbdp-if,output",
-        "--epsilons",
-        "1",
-        "--repeats",
-        "1",
-        "--json",
-        "--out",
-        dir.path().join("o").to_str().unwrap(),
-    ]);
+    let one_cell = |extra: &[&str], out: &str| {
+        let mut args = vec!["erm", "--dataset", &three, "--epsilons", "1", "--repeats", "1", "--json", "--out", out];
+        args.extend(extra);
+        run_json(&args)
+    };
+    let (o, m) = (dir.path().join("o"), dir.path().join("m"));
+    let v = one_cell(&["--methods", "objective,dbdp-if,output"], o.to_str().unwrap());
     let rows = v["rows"].as_array().unwrap();
     assert!(rows[0]["refused"].as_str().unwrap().contains("rank one"), "{}", rows[0]);
     assert!(rows[1]["refused"].as_str().unwrap().contains("c1 T / n^2"), "{}", rows[1]);
     assert_eq!(rows[2]["guarantee"], "certified", "softmax regression is strongly convex: output perturbation applies");
-    let mlp = run_json(&[
-        "erm",
-        "--dataset",
-        &three,
-        "--model",
-        "mlp",
-        "--methods",
-        "output",
-        "--epsilons",
-        "1",
-        "--repeats",
-        "1",
-        "--json",
-        "--out",
-        dir.path().join("m").to_str().unwrap(),
-    ]);
+    let mlp = one_cell(&["--model", "mlp", "--methods", "output"], m.to_str().unwrap());
     assert!(mlp["rows"][0]["refused"].as_str().unwrap().contains("not convex"));
 }
 

@@ -15,7 +15,7 @@ use crate::model::{Curvature, Model};
 use crate::model_kind::ModelKind;
 use crate::objective::Objective;
 use crate::rng::NoiseRng;
-use crate::solver::Minimizer;
+use crate::solver::{Minimizer, gradient_descent};
 use dp_accounting::{Guarantee, PrivacyReport};
 use dp_data::TabularData;
 use serde::Serialize;
@@ -199,6 +199,19 @@ pub struct Problem {
     pub l_star: f64,
     /// H^{-1} at the optimum (DBDP-IF), computed on first use, or why it does not exist.
     inverse: OnceLock<std::result::Result<InverseHessian, String>>,
+    /// The output-perturbation solver's (deterministic) output, computed on first use.
+    descent: OnceLock<std::result::Result<Vec<f64>, String>>,
+}
+
+/// The value in `cell`, computed by `f` on first use; a failure refuses `method` with its reason.
+fn cached<'a, T>(
+    cell: &'a OnceLock<std::result::Result<T, String>>,
+    method: &'static str,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<&'a T> {
+    cell.get_or_init(|| f().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|reason| ErmError::Refused { method, reason: reason.clone() })
 }
 
 impl Problem {
@@ -219,6 +232,7 @@ impl Problem {
             optimum: Vec::new(),
             l_star: 0.0,
             inverse: OnceLock::new(),
+            descent: OnceLock::new(),
         };
         let start = problem.model.init(&mut NoiseRng::new(Some(0), 0));
         let objective = problem.objective();
@@ -244,14 +258,28 @@ impl Problem {
 
     /// H^{-1} of F at the optimum, or the refusal of DBDP-IF when it does not exist.
     pub fn inverse_hessian(&self) -> Result<&InverseHessian> {
-        let inverse = self.inverse.get_or_init(|| {
+        cached(&self.inverse, "dbdp-if", || {
             let objective = self.objective();
             InverseHessian::at(&objective, &self.optimum).map_err(|e| {
                 let stationarity = crate::linalg::norm(&objective.gradient(&self.optimum));
-                format!("{e} (||grad F(theta~)|| = {stationarity:.1e})")
+                ErmError::Numerical(format!("{e} (||grad F(theta~)|| = {stationarity:.1e})"))
             })
-        });
-        inverse.as_ref().map_err(|reason| ErmError::Refused { method: "dbdp-if", reason: reason.clone() })
+        })
+    }
+
+    /// The output of output perturbation's solver (the same for every run), before its noise.
+    pub fn output_solution(&self, smoothness: f64) -> Result<&[f64]> {
+        let objective = self.objective();
+        cached(&self.descent, "output perturbation", || {
+            gradient_descent(
+                |t| objective.gradient(t),
+                vec![0.0; self.model.dim()],
+                1.0 / smoothness,
+                output_perturbation::OUTPUT_ROUNDS,
+                Some(self.constants.radius),
+            )
+        })
+        .map(Vec::as_slice)
     }
 
     /// The step size of the iterative methods.

@@ -8,7 +8,6 @@
 use super::{Outcome, Problem};
 use crate::error::{ErmError, Result};
 use crate::rng::NoiseRng;
-use crate::solver::gradient_descent;
 use dp_accounting::analytic_gaussian::{epsilon_for_delta, noise_for_epsilon};
 use dp_accounting::{Guarantee, PrivacyReport};
 
@@ -32,14 +31,7 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
         });
     };
     let s = &problem.settings;
-    let objective = problem.objective();
-    let minimizer = gradient_descent(
-        |t| objective.gradient(t),
-        vec![0.0; problem.model.dim()],
-        1.0 / smoothness,
-        OUTPUT_ROUNDS,
-        Some(problem.constants.radius),
-    )?;
+    let minimizer = problem.output_solution(smoothness)?;
     let sensitivity = output_sensitivity(
         problem.constants.loss_gradient_bound,
         problem.train.len(),
