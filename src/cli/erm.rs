@@ -58,15 +58,15 @@ pub struct ErmArgs {
     repeats: usize,
 
     /// delta of every guarantee.
-    #[arg(long, default_value_t = 1e-5)]
+    #[arg(long, default_value_t = Settings::default().delta)]
     delta: f64,
 
     /// L2 regularization lambda (the strong convexity Delta of logistic and softmax regression).
-    #[arg(long, default_value_t = 0.001)]
+    #[arg(long, default_value_t = Settings::default().lambda)]
     lambda: f64,
 
     /// Iterations T of every iterative method.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = Settings::default().rounds)]
     rounds: u64,
 
     /// Step size [default: 1/L for logreg, 0.5 for the MLP].
@@ -74,19 +74,19 @@ pub struct ErmArgs {
     learning_rate: Option<f64>,
 
     /// Sampling rate q (DBDP minibatches of qn rows; DP-SGD Poisson rate).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = Settings::default().sample_rate)]
     sample_rate: f64,
 
     /// The papers' unspecified constant c in the noise formulas.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = Settings::default().c)]
     c: f64,
 
     /// The unspecified constant c1 of DBDP Theorem 2's range eps < c1 T / n^2.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = Settings::default().c1)]
     c1: f64,
 
     /// Local iterations T_local of dbdp-if (R = T / T_local global rounds).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = Settings::default().t_local)]
     t_local: u64,
 
     /// DP-SGD clipping norm [default: the loss-gradient bound for logreg, 1 for the MLP].

@@ -77,16 +77,6 @@ impl Matrix {
         m
     }
 
-    /// Its size n.
-    pub fn size(&self) -> usize {
-        self.n
-    }
-
-    /// M v.
-    pub fn apply(&self, v: &[f64]) -> Vec<f64> {
-        self.data.chunks(self.n).map(|row| dot(row, v)).collect()
-    }
-
     /// The Cholesky factor L (M = L L^T) of a symmetric positive definite matrix, or `None`.
     pub fn cholesky(&self) -> Option<Cholesky> {
         let n = self.n;

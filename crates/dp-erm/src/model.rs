@@ -2,7 +2,7 @@
 //! Hessian where one is cheap, and the constants the papers' theorems need (rows have norm <= 1).
 
 use crate::linalg::Matrix;
-use crate::linalg::{norm, power_iteration};
+use crate::linalg::power_iteration;
 
 /// What the loss's curvature allows a theorem to assume.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,10 +91,4 @@ pub fn softmax(logits: &[f64]) -> (Vec<f64>, f64) {
 /// Index of the largest value.
 pub fn argmax(v: &[f64]) -> usize {
     v.iter().enumerate().fold((0, f64::NEG_INFINITY), |(bi, bv), (i, &x)| if x > bv { (i, x) } else { (bi, bv) }).0
-}
-
-/// The unit vector of the input, or the zero vector.
-pub fn unit(v: &[f64]) -> Vec<f64> {
-    let n = norm(v);
-    if n == 0.0 { v.to_vec() } else { v.iter().map(|x| x / n).collect() }
 }

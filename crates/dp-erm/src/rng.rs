@@ -1,7 +1,8 @@
 //! Randomness for ERM runs: ChaCha20 keyed from the OS (a cryptographic generator for every
 //! noise draw), or from `--seed` for a reproducible, labelled run.
 
-use rand::{Rng, SeedableRng};
+use dp_data::ChaChaState;
+use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
@@ -12,12 +13,7 @@ impl NoiseRng {
     /// Keyed from `seed` when given, otherwise from the operating system; `stream` separates the
     /// generators of one seed (repeats, methods) so that no two read the same words.
     pub fn new(seed: Option<u64>, stream: u64) -> Self {
-        let mut rng = match seed {
-            Some(s) => ChaCha20Rng::seed_from_u64(s),
-            None => ChaCha20Rng::from_os_rng(),
-        };
-        rng.set_stream(stream);
-        Self(rng)
+        Self(ChaChaState::new(seed, stream).restore())
     }
 
     /// One standard normal draw.

@@ -11,7 +11,7 @@ mod output_perturbation;
 use crate::constants::LossConstants;
 use crate::error::{ErmError, Result};
 use crate::inverse_hessian::InverseHessian;
-use crate::model::{Curvature, Model};
+use crate::model::Model;
 use crate::model_kind::ModelKind;
 use crate::objective::Objective;
 use crate::rng::NoiseRng;
@@ -288,11 +288,6 @@ impl Problem {
             Some(l) => 1.0 / l,
             None => 0.5,
         })
-    }
-
-    /// True when the loss is convex (logistic and softmax regression).
-    pub fn is_convex(&self) -> bool {
-        matches!(self.model.curvature(), Curvature::Convex { .. })
     }
 }
 
