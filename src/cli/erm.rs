@@ -1,11 +1,12 @@
 //! `dptrain erm`: the DP-ERM experiment of seeds 000/001 and 003 on a CSV table: every method at
 //! every epsilon, repeated, as a table (terminal, CSV, JSON) and two SVG plots.
 
+use super::table_args::{SettingsArgs, TableArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use dp_data::{CsvOptions, HeaderMode, LabelColumn, MissingValues, UnitBallScaler, load_csv};
+use dp_engine::DeviceChoice;
 use dp_erm::plot::{Metric, draw};
-use dp_erm::{Experiment, Method, ModelKind, Problem, Settings};
+use dp_erm::{Compute, Experiment, Method, ModelKind, Problem};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
@@ -18,28 +19,19 @@ use std::path::PathBuf;
 /// not; non-private (L* and the accuracy ceiling).
 ///
 /// Features are min-max scaled on the training rows, an intercept is appended and each row is
-/// projected into the unit ball, as the papers assume. The models are small and run in f64 on the
-/// CPU.
+/// projected into the unit ball, as the papers assume. The non-private optimum, dbdp-if, output
+/// and objective perturbation run in f64 on the host; the training loops of input, dbdp and
+/// gradient run where --device says.
 ///
 /// Example (Breast Cancer from scikit-learn's wheel, see scripts/tabular-data.sh):
 ///   dptrain erm --dataset data/tabular/breast_cancer.csv --label target --model logreg
 #[derive(Args, Debug)]
 pub struct ErmArgs {
-    /// The CSV table.
-    #[arg(long)]
-    dataset: PathBuf,
+    #[command(flatten)]
+    table: TableArgs,
 
-    /// The label column: a header name or a 0-based index [default: the last column].
-    #[arg(long)]
-    label: Option<String>,
-
-    /// Whether the first line is a header: auto, yes or no.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "yes", "no"])]
-    header: String,
-
-    /// Rows with missing feature values ("", "?", "NA"): impute (column mean or mode) or drop.
-    #[arg(long, default_value = "impute", value_parser = ["impute", "drop"])]
-    missing: String,
+    #[command(flatten)]
+    settings: SettingsArgs,
 
     /// Model: logreg (softmax regression for more than two classes) or mlp.
     #[arg(long, default_value = "logreg", value_parser = ["logreg", "mlp"])]
@@ -57,54 +49,12 @@ pub struct ErmArgs {
     #[arg(long, default_value_t = 5)]
     repeats: usize,
 
-    /// delta of every guarantee.
-    #[arg(long, default_value_t = Settings::default().delta)]
-    delta: f64,
-
-    /// L2 regularization lambda (the strong convexity Delta of logistic and softmax regression).
-    #[arg(long, default_value_t = Settings::default().lambda)]
-    lambda: f64,
-
-    /// Iterations T of every iterative method.
-    #[arg(long, default_value_t = Settings::default().rounds)]
-    rounds: u64,
-
-    /// Step size [default: 1/L for logreg, 0.5 for the MLP].
-    #[arg(long)]
-    learning_rate: Option<f64>,
-
-    /// Sampling rate q (DBDP minibatches of qn rows; DP-SGD Poisson rate).
-    #[arg(long, default_value_t = Settings::default().sample_rate)]
-    sample_rate: f64,
-
-    /// The papers' unspecified constant c in the noise formulas.
-    #[arg(long, default_value_t = Settings::default().c)]
-    c: f64,
-
-    /// The unspecified constant c1 of DBDP Theorem 2's range eps < c1 T / n^2.
-    #[arg(long, default_value_t = Settings::default().c1)]
-    c1: f64,
-
-    /// Local iterations T_local of dbdp-if (R = T / T_local global rounds).
-    #[arg(long, default_value_t = Settings::default().t_local)]
-    t_local: u64,
-
-    /// DP-SGD clipping norm [default: the loss-gradient bound for logreg, 1 for the MLP].
-    #[arg(long)]
-    clip_norm: Option<f64>,
-
-    /// Parameter ball radius every method projects onto [default: G0/lambda for logreg, 10 for
-    /// the MLP].
-    #[arg(long)]
-    radius: Option<f64>,
-
-    /// Fraction of rows held out for testing.
-    #[arg(long, default_value_t = 0.2)]
-    test_fraction: f64,
-
-    /// Seed of the train/test split (not of any noise).
-    #[arg(long, default_value_t = 0)]
-    split_seed: u64,
+    /// Where the training loops of input, dbdp and gradient sum their gradients: host (f64, one
+    /// example at a time: exact, and the fastest for tables of a few thousand rows), cpu (Burn's
+    /// ndarray backend, f32, one batched pass per step), wgpu (Burn's wgpu backend, f32: a GPU, or
+    /// Mesa's lavapipe where there is none), or auto (wgpu on a real GPU, else host).
+    #[arg(long, default_value = "host", value_parser = ["host", "cpu", "wgpu", "auto"])]
+    device: String,
 
     /// Seed every run's noise for reproducibility (never for a release: the noise is then known).
     #[arg(long)]
@@ -124,7 +74,7 @@ pub struct ErmArgs {
     json: bool,
 }
 
-fn list<T>(text: &str, what: &str, parse: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
+pub(super) fn list<T>(text: &str, what: &str, parse: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
     let items: Vec<T> = text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(parse).collect::<Result<_>>()?;
     if items.is_empty() {
         bail!("--{what} is empty");
@@ -132,7 +82,7 @@ fn list<T>(text: &str, what: &str, parse: impl Fn(&str) -> Result<T>) -> Result<
     Ok(items)
 }
 
-fn epsilon(text: &str) -> Result<f64> {
+pub(super) fn epsilon(text: &str) -> Result<f64> {
     match text.parse::<f64>() {
         Ok(e) if e.is_finite() && e > 0.0 => Ok(e),
         _ => bail!("invalid epsilon '{text}': every epsilon must be a positive number"),
@@ -146,36 +96,19 @@ pub fn run(args: ErmArgs) -> Result<()> {
     if args.repeats == 0 {
         bail!("--repeats must be at least 1");
     }
-    let options = CsvOptions {
-        header: match args.header.as_str() {
-            "yes" => HeaderMode::Present,
-            "no" => HeaderMode::Absent,
-            _ => HeaderMode::Auto,
-        },
-        label: match &args.label {
-            None => LabelColumn::Last,
-            Some(l) => l.parse::<usize>().map_or_else(|_| LabelColumn::Name(l.clone()), LabelColumn::Index),
-        },
-        missing: if args.missing == "drop" { MissingValues::Drop } else { MissingValues::Impute },
-    };
-    let table = load_csv(&args.dataset, &options)?;
-    let (train, test) = table.split(args.test_fraction, args.split_seed)?;
-    let scaler = UnitBallScaler::fit(&train);
-    let (train, test) = (scaler.transform(&train), scaler.transform(&test));
-    let settings = Settings {
-        lambda: args.lambda,
-        rounds: args.rounds,
-        learning_rate: args.learning_rate,
-        sample_rate: args.sample_rate,
-        delta: args.delta,
-        c: args.c,
-        c1: args.c1,
-        t_local: args.t_local,
-        clip_norm: args.clip_norm,
-        radius: args.radius,
-    };
+    let (table, train, test) = args.table.load()?;
+    let settings = args.settings.settings();
     let kind = if args.model == "mlp" { ModelKind::Mlp } else { ModelKind::Logreg };
-    let problem = Problem::new(kind, train, test, settings)?;
+    let compute = match args.device.as_str() {
+        "host" => Compute::Host,
+        "cpu" => Compute::Device(DeviceChoice::Cpu.open()?),
+        "wgpu" => Compute::Device(DeviceChoice::Wgpu.open()?),
+        _ => match DeviceChoice::Auto.open()? {
+            gpu if gpu.hardware => Compute::Device(gpu),
+            _ => Compute::Host,
+        },
+    };
+    let problem = Problem::new(kind, train, test, settings)?.with_compute(compute);
     let private_dir = args.write_private_data.then(|| args.out.join("private-data"));
     std::fs::create_dir_all(private_dir.as_ref().unwrap_or(&args.out))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -213,7 +146,7 @@ pub fn run(args: ErmArgs) -> Result<()> {
     let c = &report.constants;
     println!(
         "{}: {} training rows, {} test rows, {} features (intercept included), classes {}",
-        args.dataset.display(),
+        args.table.dataset.display(),
         report.train_rows,
         report.test_rows,
         report.features,
@@ -236,6 +169,7 @@ pub fn run(args: ErmArgs) -> Result<()> {
         opt(c.smoothness),
         opt(c.strong_convexity)
     );
+    println!("training loops of input, dbdp, gradient on {}", report.device);
     println!(
         "non-private: L* = {:.6}, test accuracy {:.2}%; delta = {:e}, {} run(s) per cell{}",
         report.l_star,

@@ -2,12 +2,14 @@
 
 mod account;
 mod accountant_args;
+mod audit;
 mod bench;
 mod calibrate;
 mod enum_arg;
 mod erm;
 mod output;
 mod schedule;
+mod table_args;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -37,6 +39,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// DP-ERM on a CSV table: input perturbation, DBDP-ERM and the certified baselines over epsilon.
     Erm(erm::ErmArgs),
+    /// Empirical lower bounds on a DP-ERM mechanism's epsilon (one-run audit with canaries).
+    Audit(audit::AuditArgs),
 }
 
 /// Parses the command line, runs the command and maps every error to one line and an exit code.
@@ -63,6 +67,7 @@ pub fn run() -> ExitCode {
         Command::Train(args) => train::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Erm(args) => erm::run(args),
+        Command::Audit(args) => audit::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,6 +15,7 @@
 
 pub mod accountant;
 pub mod analytic_gaussian;
+pub mod audit;
 pub mod calibrate;
 pub mod error;
 pub mod ledger;

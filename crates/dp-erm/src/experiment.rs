@@ -79,6 +79,8 @@ pub struct ExperimentReport {
     pub constants: LossConstants,
     /// Hyperparameters.
     pub settings: Settings,
+    /// Where the training loops of input, dbdp and gradient ran.
+    pub device: String,
     /// L* (the best found for the MLP).
     pub l_star: f64,
     /// Test accuracy of the non-private optimum.
@@ -184,6 +186,7 @@ impl Experiment<'_> {
             parameters: problem.model.dim(),
             constants: problem.constants,
             settings: problem.settings.clone(),
+            device: problem.compute.describe(),
             l_star: problem.l_star,
             non_private_accuracy: objective.accuracy(&problem.optimum, &problem.test),
             rows,

@@ -2,10 +2,12 @@
 //! method of Kang et al. (seeds 000/001), DBDP-ERM and its influence-function variant (seed 003),
 //! all labelled `paper-bound`, and the certified baselines the papers compare against (DP-SGD with
 //! RDP accounting, output perturbation, objective perturbation), with the papers' experiment
-//! (accuracy and optimality gap over epsilon) as one call. Pure Rust in f64: the models have at
-//! most a few thousand parameters. No Burn.
+//! (accuracy and optimality gap over epsilon) as one call. The reference runs in f64 on the host
+//! (exact inverse Hessians, influence functions and w_t need f64, which WGSL lacks); the training
+//! loops of `input`, `dbdp` and `gradient` also run as f32 Burn tensors on the engine's devices.
 
 pub mod constants;
+pub mod device_rows;
 pub mod error;
 pub mod experiment;
 pub mod inverse_hessian;
@@ -18,6 +20,7 @@ pub mod model_kind;
 pub mod objective;
 pub mod plot;
 pub mod rng;
+pub mod row_sums;
 pub mod softmax;
 pub mod solver;
 
@@ -25,3 +28,4 @@ pub use error::{ErmError, Result};
 pub use experiment::{Experiment, ExperimentReport, Row};
 pub use methods::{Method, Outcome, Problem, Settings};
 pub use model_kind::ModelKind;
+pub use row_sums::Compute;

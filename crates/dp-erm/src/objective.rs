@@ -5,7 +5,15 @@
 use crate::linalg::Matrix;
 use crate::linalg::norm;
 use crate::model::Model;
+use crate::row_sums::{HostRows, RowSums};
 use dp_data::TabularData;
+
+/// lambda theta + loss_sum / count: the gradient of F, or its minibatch estimate, from a sum of
+/// per-example loss gradients over `count` rows (DP-SGD: the expected lot size).
+pub fn regularized(theta: &[f64], lambda: f64, loss_sum: Vec<f64>, count: f64) -> Vec<f64> {
+    let inv = 1.0 / count;
+    theta.iter().zip(loss_sum).map(|(t, g)| lambda * t + inv * g).collect()
+}
 
 /// A model, its training rows and the L2 weight lambda.
 #[derive(Clone, Copy)]
@@ -28,12 +36,8 @@ impl<'a> Objective<'a> {
 
     /// grad F(theta).
     pub fn gradient(&self, theta: &[f64]) -> Vec<f64> {
-        let n = self.data.len();
-        let mut g: Vec<f64> = theta.iter().map(|t| self.lambda * t).collect();
-        for i in 0..n {
-            self.model.add_gradient(theta, self.data.row(i), self.data.labels[i], 1.0 / n as f64, &mut g);
-        }
-        g
+        let sum = HostRows { model: self.model, data: self.data }.gradient_sum(theta, None, None);
+        regularized(theta, self.lambda, sum, self.data.len() as f64)
     }
 
     /// The gradient of one example's regularized loss l(theta; x, y) + (lambda/2) ||theta||^2.

@@ -5,6 +5,7 @@
 use super::{Outcome, Problem, perturb_rows};
 use crate::error::Result;
 use crate::linalg::{axpy, project_ball};
+use crate::objective::regularized;
 use crate::rng::NoiseRng;
 use dp_accounting::paper_bounds::dbdp::theorem1_noise_std;
 use dp_accounting::{Guarantee, PrivacyReport};
@@ -17,15 +18,15 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
     let private = perturb_rows(&problem.train, sigma, rng);
     let batch = ((s.sample_rate * n as f64).round() as usize).clamp(1, n);
     let rate = problem.learning_rate();
+    let rows = problem.rows(&private);
     let mut theta = problem.model.init(rng);
     for _ in 0..s.rounds {
-        let mut g: Vec<f64> = theta.iter().map(|t| s.lambda * t).collect();
-        for i in rng.sample_without_replacement(n, batch) {
-            problem.model.add_gradient(&theta, private.row(i), private.labels[i], 1.0 / batch as f64, &mut g);
-        }
+        let chosen = rng.sample_without_replacement(n, batch);
+        let g = regularized(&theta, s.lambda, rows.gradient_sum(&theta, Some(&chosen), None), batch as f64);
         axpy(-rate, &g, &mut theta);
         project_ball(&mut theta, problem.constants.radius);
     }
+    drop(rows);
     Ok(Outcome {
         theta,
         privacy: PrivacyReport::new(epsilon, s.delta, "kang-dbdp-theorem1", Guarantee::PaperBound),

@@ -5,6 +5,7 @@
 
 use super::{Outcome, Problem, perturb_rows};
 use crate::error::Result;
+use crate::objective::regularized;
 use crate::rng::NoiseRng;
 use crate::solver::gradient_descent;
 use dp_accounting::paper_bounds::input_perturbation::{InputNoiseInput, LossCondition, input_noise_std};
@@ -27,14 +28,15 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
         condition,
     })?;
     let private = perturb_rows(&problem.train, sigma, rng);
-    let objective = problem.objective().on(&private);
+    let rows = problem.rows(&private);
     let theta = gradient_descent(
-        |t| objective.gradient(t),
+        |t| regularized(t, s.lambda, rows.gradient_sum(t, None, None), private.len() as f64),
         problem.model.init(rng),
         problem.learning_rate(),
         s.rounds,
         Some(problem.constants.radius),
     )?;
+    drop(rows);
     let mut notes = vec![format!("sigma = {sigma:.4} per feature, added once to every training row")];
     if condition == LossCondition::PolyakLojasiewicz {
         notes.push("Theorem 3 assumes the PL condition, which is not verified for the MLP".into());

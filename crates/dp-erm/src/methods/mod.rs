@@ -15,6 +15,7 @@ use crate::model::Model;
 use crate::model_kind::ModelKind;
 use crate::objective::Objective;
 use crate::rng::NoiseRng;
+use crate::row_sums::{Compute, RowSums};
 use crate::solver::{Minimizer, gradient_descent};
 use dp_accounting::{Guarantee, PrivacyReport};
 use dp_data::TabularData;
@@ -183,6 +184,8 @@ impl Settings {
 
 /// Everything the methods share: the model, the scaled rows, the constants and the optimum.
 pub struct Problem {
+    /// The model family.
+    pub kind: ModelKind,
     /// The model.
     pub model: Box<dyn Model>,
     /// Training rows (private), scaled into the unit ball.
@@ -197,6 +200,8 @@ pub struct Problem {
     pub optimum: Vec<f64>,
     /// L* = F(optimum).
     pub l_star: f64,
+    /// Where the training loops of input, dbdp and gradient sum their gradients.
+    pub compute: Compute,
     /// H^{-1} at the optimum (DBDP-IF), computed on first use, or why it does not exist.
     inverse: OnceLock<std::result::Result<InverseHessian, String>>,
     /// The output-perturbation solver's (deterministic) output, computed on first use.
@@ -224,6 +229,7 @@ impl Problem {
         let model = kind.build(train.dim, train.classes.len());
         let constants = LossConstants::of(model.as_ref(), settings.lambda, settings.radius, MLP_RADIUS);
         let mut problem = Problem {
+            kind,
             model,
             train,
             test,
@@ -231,6 +237,7 @@ impl Problem {
             constants,
             optimum: Vec::new(),
             l_star: 0.0,
+            compute: Compute::Host,
             inverse: OnceLock::new(),
             descent: OnceLock::new(),
         };
@@ -240,6 +247,17 @@ impl Problem {
         problem.l_star = objective.value(&optimum);
         problem.optimum = optimum;
         Ok(problem)
+    }
+
+    /// The same problem with its training loops' gradient sums on `compute`.
+    pub fn with_compute(self, compute: Compute) -> Problem {
+        Problem { compute, ..self }
+    }
+
+    /// The gradient sums over `data` (the training rows or a perturbed copy) where the problem
+    /// computes them.
+    pub fn rows<'a>(&'a self, data: &'a TabularData) -> Box<dyn RowSums + 'a> {
+        self.compute.rows(self.kind, self.model.as_ref(), data)
     }
 
     /// F on the original training rows.
@@ -324,7 +342,7 @@ pub fn run(problem: &Problem, method: Method, epsilon: f64, rng: &mut NoiseRng) 
         Method::Input => input_perturbation::run(problem, epsilon, rng),
         Method::Dbdp => dbdp::run(problem, epsilon, rng),
         Method::DbdpIf => dbdp_influence::run(problem, epsilon, rng),
-        Method::Gradient => gradient_perturbation::run(problem, epsilon, rng),
+        Method::Gradient => gradient_perturbation::run(problem, epsilon, rng, None),
         Method::Output => output_perturbation::run(problem, epsilon, rng),
         Method::Objective => objective_perturbation::run(problem, epsilon, rng),
         Method::NonPrivate => Ok(Outcome {
@@ -338,5 +356,6 @@ pub fn run(problem: &Problem, method: Method, epsilon: f64, rng: &mut NoiseRng) 
 }
 
 pub use dbdp_influence::{contribution_ratio, influence};
+pub use gradient_perturbation::{GradientCanaries, run as dp_sgd};
 pub use objective_perturbation::ObjectiveNoise;
 pub use output_perturbation::output_sensitivity;

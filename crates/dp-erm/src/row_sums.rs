@@ -1,0 +1,74 @@
+//! The work every ERM training loop repeats: a sum of per-example loss gradients over some rows,
+//! each optionally clipped. It runs in f64 on the host (the reference) or as Burn tensors in f32
+//! on one of the engine's devices (ndarray or wgpu), chosen once per problem.
+
+use crate::device_rows::DeviceRows;
+use crate::linalg::{axpy, norm};
+use crate::model::Model;
+use crate::model_kind::ModelKind;
+use dp_data::TabularData;
+use dp_engine::SelectedDevice;
+
+/// Sums of per-example loss gradients over one table's rows.
+pub trait RowSums {
+    /// sum over `rows` (every row when `None`) of c_i grad_theta l(theta; x_i, y_i), where
+    /// c_i = min(1, clip / ||grad_i||) when `clip` is set (DP-SGD) and 1 otherwise.
+    fn gradient_sum(&self, theta: &[f64], rows: Option<&[usize]>, clip: Option<f64>) -> Vec<f64>;
+}
+
+/// The reference implementation: one example at a time, in f64.
+pub struct HostRows<'a> {
+    /// The per-example loss.
+    pub model: &'a dyn Model,
+    /// The rows.
+    pub data: &'a TabularData,
+}
+
+impl RowSums for HostRows<'_> {
+    fn gradient_sum(&self, theta: &[f64], rows: Option<&[usize]>, clip: Option<f64>) -> Vec<f64> {
+        let p = self.model.dim();
+        let mut sum = vec![0.0; p];
+        let mut g = vec![0.0; p];
+        let mut add = |i: usize| match clip {
+            None => self.model.add_gradient(theta, self.data.row(i), self.data.labels[i], 1.0, &mut sum),
+            Some(c) => {
+                g.fill(0.0);
+                self.model.add_gradient(theta, self.data.row(i), self.data.labels[i], 1.0, &mut g);
+                axpy((c / norm(&g)).min(1.0), &g, &mut sum);
+            }
+        };
+        match rows {
+            None => (0..self.data.len()).for_each(&mut add),
+            Some(rows) => rows.iter().copied().for_each(&mut add),
+        }
+        sum
+    }
+}
+
+/// Where the training loops of `input`, `dbdp` and `gradient` sum their gradients.
+#[derive(Debug, Clone, Default)]
+pub enum Compute {
+    /// f64 on the host, one example at a time (exact; fastest for small tables).
+    #[default]
+    Host,
+    /// f32 Burn tensors on an engine device: one batched pass per sum.
+    Device(SelectedDevice),
+}
+
+impl Compute {
+    /// The gradient sums of `model` (of family `kind`) over `data`, where this choice says.
+    pub fn rows<'a>(&self, kind: ModelKind, model: &'a dyn Model, data: &'a TabularData) -> Box<dyn RowSums + 'a> {
+        match self {
+            Compute::Host => Box::new(HostRows { model, data }),
+            Compute::Device(device) => Box::new(DeviceRows::new(kind, data, &device.device)),
+        }
+    }
+
+    /// How reports name it.
+    pub fn describe(&self) -> String {
+        match self {
+            Compute::Host => "host (f64)".into(),
+            Compute::Device(d) => format!("{} ({}, f32)", d.backend, d.name),
+        }
+    }
+}
