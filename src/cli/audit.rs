@@ -3,7 +3,7 @@
 
 use super::erm::{epsilon, list};
 use super::table_args::{SettingsArgs, TableArgs};
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 use dp_accounting::Guarantee;
 use dp_audit::{Audit, AuditReport, CanaryKind};
@@ -106,9 +106,6 @@ pub fn run(args: AuditArgs) -> Result<()> {
         None if matches!(method, Method::Gradient | Method::NonPrivate) => CanaryKind::WhiteBox,
         None => CanaryKind::BlackBox,
     };
-    if !(args.confidence > 0.0 && args.confidence < 1.0) {
-        bail!("--confidence must lie in (0, 1), got {}", args.confidence);
-    }
     let (_, train, test) = args.table.load()?;
     let kind = if args.model == "mlp" { ModelKind::Mlp } else { ModelKind::Logreg };
     let budgets: Vec<f64> = if method.is_private() { epsilons } else { vec![f64::INFINITY] };

@@ -85,11 +85,15 @@ impl Audit<'_> {
                 reason: format!("white-box gradient canaries audit gradient and non-private, not {}", self.method),
             });
         }
-        if self.canaries < 2 || self.repeats == 0 || !(self.confidence > 0.0 && self.confidence < 1.0) {
-            return Err(ErmError::InvalidParameter {
-                name: "audit",
-                reason: "needs at least 2 canaries, 1 repeat and a confidence in (0, 1)".into(),
-            });
+        let invalid = |name, reason: String| Err(ErmError::InvalidParameter { name, reason });
+        if self.canaries < 2 {
+            return invalid("canaries", format!("{} given; the audit needs at least 2", self.canaries));
+        }
+        if self.repeats == 0 {
+            return invalid("repeats", "must be at least 1".into());
+        }
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return invalid("confidence", format!("{} must lie in (0, 1)", self.confidence));
         }
         let epsilon = if self.method.is_private() { self.epsilon } else { f64::INFINITY };
         let shared = if white {
