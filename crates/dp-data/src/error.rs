@@ -7,12 +7,13 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum DataError {
     /// The file could not be read at all.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {reason}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The operating system's reason.
-        source: std::io::Error,
+        /// The operating system's reason (in the message, not also a `source()`, which would
+        /// make an error chain print it twice).
+        reason: std::io::Error,
     },
     /// The file was read but its content is not what the format requires.
     #[error("{path}: {reason}")]

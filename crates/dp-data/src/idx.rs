@@ -18,7 +18,7 @@ pub struct IdxArray {
 
 /// Reads the whole file, gunzipping it when it starts with the gzip magic bytes.
 pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>> {
-    let raw = std::fs::read(path).map_err(|source| DataError::Io { path: path.to_path_buf(), source })?;
+    let raw = std::fs::read(path).map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
     if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         GzDecoder::new(&raw[..])

@@ -11,7 +11,7 @@ fn find(dir: &Path, stem: &str) -> Result<PathBuf> {
     let candidates = [dir.join(format!("{stem}.gz")), dir.join(stem)];
     candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| DataError::Io {
         path: candidates[0].clone(),
-        source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("neither it nor {stem} exists")),
+        reason: std::io::Error::new(std::io::ErrorKind::NotFound, format!("neither it nor {stem} exists")),
     })
 }
 

@@ -98,7 +98,7 @@ fn number(field: &str) -> Option<f64> {
 
 /// Reads every record, requiring one width for all of them.
 fn read_records(path: &Path) -> Result<Vec<Vec<String>>> {
-    let bytes = std::fs::read(path).map_err(|source| DataError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path).map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(DataError::corrupt(path, "the file is empty"));
     }
@@ -307,7 +307,7 @@ impl TabularData {
     /// Writes the table as CSV with a header (feature names, then `label`) and class names as
     /// labels, so that [`load_csv`] reads it back.
     pub fn write_csv(&self, path: &Path) -> Result<()> {
-        let io = |e: csv::Error| DataError::Io { path: path.to_path_buf(), source: std::io::Error::other(e) };
+        let io = |e: csv::Error| DataError::Io { path: path.to_path_buf(), reason: std::io::Error::other(e) };
         let mut w = csv::Writer::from_path(path).map_err(io)?;
         w.write_record(self.feature_names.iter().map(String::as_str).chain(["label"])).map_err(io)?;
         for i in 0..self.len() {
@@ -315,7 +315,7 @@ impl TabularData {
             record.push(self.classes[self.labels[i]].clone());
             w.write_record(&record).map_err(io)?;
         }
-        w.flush().map_err(|source| DataError::Io { path: path.to_path_buf(), source })
+        w.flush().map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })
     }
 
     /// A random (train, test) split with `test_fraction` of the rows held out, shuffled by `seed`.
