@@ -236,12 +236,49 @@ fn audits_bound_dp_sgd_below_its_certificate_and_non_private_training_far_above(
     }
     let open = audit("non-private", "white-box");
     assert!(open[0]["max_lower_bound"].as_f64().unwrap() > 4.0, "{open}");
-    // Black-box canaries run any method and report its label beside the bound.
+    // Black-box canaries run any method and report its label beside the bound; without noise
+    // the out-of-distribution canaries give every guess right.
     let black = audit("input", "black-box");
     assert_eq!(black[0]["guarantee"], "paper-bound");
     assert_eq!(black[0]["runs"].as_array().unwrap().len(), 3);
+    let open = audit("non-private", "black-box");
+    for run in open[0]["runs"].as_array().unwrap() {
+        assert_eq!(run["correct"], run["guesses"], "{run}");
+        assert!(run["epsilon"].as_f64().unwrap() > 4.0, "{run}");
+    }
     // White-box canaries exist only inside DP-SGD.
     let out = dptrain(&["audit", "--dataset", &table, "--mechanism", "input", "--canary", "white-box"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("white-box"));
+}
+
+#[test]
+fn many_run_audits_refute_dbdp_if_at_epsilon_7_and_respect_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = write_table(dir.path(), 100, 2);
+    let audit = |mechanism: &str, epsilons: &str, runs: &str, extra: &[&str]| -> Value {
+        let args =
+            ["audit", "--dataset", &table, "--mechanism", mechanism, "--epsilons", epsilons, "--many-runs", runs];
+        let rest = ["--c1", "1e5", "--seed", "5", "--json"];
+        run_json(&args.iter().chain(&rest).chain(extra).copied().collect::<Vec<_>>())
+    };
+    // dbdp-if at a claimed epsilon 7 adds no noise (line 9 never fires): 2 x 20,000 trainings
+    // separate the worlds well enough to refute 7 at 95% confidence.
+    let v = audit("dbdp-if", "7", "20000", &[]);
+    let b = &v[0]["many_runs"];
+    assert_eq!(b["counted"], 10000);
+    assert!(v[0]["max_lower_bound"].as_f64().unwrap() > 7.0, "{v}");
+    // Certified methods stay below their claims: output perturbation (black-box) at 1 and 7,
+    // DP-SGD with one white-box gradient canary at 2.
+    for r in audit("output", "1,7", "300", &[]).as_array().unwrap() {
+        assert!(r["max_lower_bound"].as_f64().unwrap() <= r["claimed_epsilon"].as_f64().unwrap(), "{r}");
+    }
+    let dp = audit("gradient", "2", "1000", &["--sample-rate", "1"]);
+    let lb = dp[0]["max_lower_bound"].as_f64().unwrap();
+    assert!(lb > 0.2 && lb <= 2.0, "{dp}");
+    // Non-private training: the least-variance canary is told apart in every counted run.
+    let open = audit("non-private", "1", "300", &["--canary", "black-box"]);
+    let b = &open[0]["many_runs"];
+    assert_eq!((b["false_positives"].as_u64(), b["false_negatives"].as_u64()), (Some(0), Some(0)), "{open}");
+    assert!(open[0]["max_lower_bound"].as_f64().unwrap() > 3.5, "{open}");
 }

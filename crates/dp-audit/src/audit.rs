@@ -1,13 +1,15 @@
-//! One audit: a mechanism at a budget, trained `repeats` times with fresh canaries, each training
-//! run giving its own one-run lower bound on epsilon beside the epsilon the method claims.
+//! One audit: a mechanism at a budget, either trained `repeats` times with fresh canaries, each
+//! training run giving its own one-run lower bound on epsilon, or trained many times with and
+//! without one canary (the classic audit); beside the epsilon the method claims.
 
-use crate::canaries::{coin_flips, mislabeled, with_canaries};
+use crate::canaries::{coin_flips, least_variance, out_of_distribution, widened, with_canaries};
 use crate::guesses::{OneRunBound, one_run_bound};
-use dp_accounting::Guarantee;
+use crate::many_runs::{ManyRunBound, many_run_bound};
+use dp_accounting::{Guarantee, PrivacyReport};
 use dp_data::TabularData;
 use dp_erm::methods::{GradientCanaries, dp_sgd, run};
 use dp_erm::rng::NoiseRng;
-use dp_erm::{ErmError, Method, ModelKind, Problem, Result, Settings};
+use dp_erm::{ErmError, Method, ModelKind, Outcome, Problem, Result, Settings};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -17,8 +19,26 @@ use std::time::Instant;
 pub enum CanaryKind {
     /// Dirac gradient canaries in DP-SGD, scored by the released noisy sums of every step.
     WhiteBox,
-    /// Mislabeled rows, scored by minus their loss under the released model.
+    /// Rows scored by minus their loss under the released model: out-of-distribution rows (a
+    /// feature of their own each) in the one-run audit, the least-variance row in the many-run one.
     BlackBox,
+}
+
+/// How the training runs are spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Design {
+    /// `repeats` training runs, each with `canaries` canaries and its own one-run bound.
+    OneRun {
+        /// Canaries m per training run.
+        canaries: usize,
+        /// Training runs, each a separate audit.
+        repeats: usize,
+    },
+    /// `runs` training runs without and `runs` with one canary, one bound from all of them.
+    ManyRuns {
+        /// Runs per world.
+        runs: usize,
+    },
 }
 
 /// What to audit.
@@ -35,14 +55,12 @@ pub struct Audit<'a> {
     pub method: Method,
     /// The budget it is run at (ignored by non-private).
     pub epsilon: f64,
-    /// Canaries m per training run.
-    pub canaries: usize,
+    /// One-run or many-run.
+    pub design: Design,
     /// White-box or black-box canaries.
     pub canary_kind: CanaryKind,
     /// Confidence of each lower bound.
     pub confidence: f64,
-    /// Training runs, each a separate audit.
-    pub repeats: usize,
     /// Seed for reproducible audits.
     pub seed: Option<u64>,
 }
@@ -66,68 +84,60 @@ pub struct AuditReport {
     pub delta: f64,
     /// Confidence of each bound.
     pub confidence: f64,
-    /// One bound per training run.
+    /// One-run design: one bound per training run (empty for the many-run design).
     pub runs: Vec<OneRunBound>,
-    /// The largest lower bound over the runs: each holds at `confidence` on its own, their
-    /// maximum at 1 - repeats (1 - confidence) (union bound).
+    /// Many-run design: its one bound.
+    pub many_runs: Option<ManyRunBound>,
+    /// The largest lower bound that holds at `confidence` for the audit as a whole: for one-run
+    /// audits, each run's bound recomputed at 1 - (1 - confidence) / repeats (Bonferroni) and
+    /// maximised; the verdict on the claim rests on it.
     pub max_lower_bound: f64,
+    /// Training runs the method refused (each counts as an output: no guesses in a one-run
+    /// audit, score minus infinity in a many-run one).
+    pub refused_runs: usize,
     /// Seconds per training run (audit included).
     pub seconds: f64,
 }
 
 impl Audit<'_> {
     /// Runs the audit; `progress` is called after each training run.
-    pub fn run(&self, mut progress: impl FnMut()) -> Result<AuditReport> {
+    pub fn run(&self, progress: impl FnMut()) -> Result<AuditReport> {
         let white = self.canary_kind == CanaryKind::WhiteBox;
-        if white && !matches!(self.method, Method::Gradient | Method::NonPrivate) {
-            return Err(ErmError::InvalidParameter {
-                name: "canaries",
-                reason: format!("white-box gradient canaries audit gradient and non-private, not {}", self.method),
-            });
-        }
         let invalid = |name, reason: String| Err(ErmError::InvalidParameter { name, reason });
-        if self.canaries < 2 {
-            return invalid("canaries", format!("{} given; the audit needs at least 2", self.canaries));
+        if white && !matches!(self.method, Method::Gradient | Method::NonPrivate) {
+            return invalid(
+                "canaries",
+                format!("white-box gradient canaries audit gradient and non-private, not {}", self.method),
+            );
         }
-        if self.repeats == 0 {
-            return invalid("repeats", "must be at least 1".into());
+        match self.design {
+            Design::OneRun { canaries, .. } if canaries < 2 => {
+                return invalid("canaries", format!("{canaries} given; the audit needs at least 2"));
+            }
+            Design::OneRun { repeats: 0, .. } => return invalid("repeats", "must be at least 1".into()),
+            Design::ManyRuns { runs } if runs < 2 => {
+                return invalid("runs", format!("{runs} given; the audit needs at least 2 per world"));
+            }
+            _ => {}
         }
         if !(self.confidence > 0.0 && self.confidence < 1.0) {
             return invalid("confidence", format!("{} must lie in (0, 1)", self.confidence));
         }
-        let epsilon = if self.method.is_private() { self.epsilon } else { f64::INFINITY };
-        let shared = if white {
-            Some(Problem::new(self.kind, self.train.clone(), self.test.clone(), self.settings.clone())?)
-        } else {
-            None
-        };
-        let (mut runs, mut claim) = (Vec::new(), None);
         let start = Instant::now();
-        for repeat in 0..self.repeats {
-            let mut rng = NoiseRng::new(self.seed, 1000 + repeat as u64);
-            let included = coin_flips(self.canaries, &mut rng);
-            let (outcome, scores) = match &shared {
-                Some(problem) => {
-                    let mut canaries = GradientCanaries::new(included.clone());
-                    let outcome = dp_sgd(problem, epsilon, &mut rng, Some(&mut canaries))?;
-                    (outcome, canaries.scores)
-                }
-                None => {
-                    let canaries = mislabeled(self.train, self.canaries, &mut rng);
-                    let train = with_canaries(self.train, &canaries, &included);
-                    let problem = Problem::new(self.kind, train, self.test.clone(), self.settings.clone())?;
-                    let outcome = run(&problem, self.method, epsilon, &mut rng)?;
-                    let scores = (0..canaries.len())
-                        .map(|i| -problem.model.loss(&outcome.theta, canaries.row(i), canaries.labels[i]))
-                        .collect();
-                    (outcome, scores)
-                }
-            };
-            runs.push(one_run_bound(&scores, &included, self.settings.delta, self.confidence));
-            claim.get_or_insert(outcome.privacy);
-            progress();
-        }
-        let claim = claim.expect("at least one run");
+        let mut tally = Tally::default();
+        let (runs, many, max_lower_bound, trainings) = match self.design {
+            Design::OneRun { canaries, repeats } => {
+                let (runs, joint) = self.one_run(canaries, repeats, &mut tally, progress)?;
+                (runs, None, joint, repeats)
+            }
+            Design::ManyRuns { runs } => {
+                let bound = self.many_runs(runs, &mut tally, progress)?;
+                (Vec::new(), Some(bound), bound.epsilon, 2 * runs)
+            }
+        };
+        let Some(claim) = tally.claim else {
+            return Err(tally.refusal.expect("every run either finished or was refused"));
+        };
         Ok(AuditReport {
             method: self.method,
             canary_kind: self.canary_kind,
@@ -137,9 +147,129 @@ impl Audit<'_> {
             accountant: claim.accountant,
             delta: self.settings.delta,
             confidence: self.confidence,
-            max_lower_bound: runs.iter().map(|r| r.epsilon).fold(0.0, f64::max),
-            seconds: start.elapsed().as_secs_f64() / self.repeats as f64,
             runs,
+            many_runs: many,
+            max_lower_bound,
+            refused_runs: tally.refused,
+            seconds: start.elapsed().as_secs_f64() / trainings as f64,
         })
+    }
+
+    /// The budget the mechanism runs at: infinite (no noise) for non-private.
+    fn budget(&self) -> f64 {
+        if self.method.is_private() { self.epsilon } else { f64::INFINITY }
+    }
+
+    /// A problem on `train` with the audit's model, test rows and settings.
+    fn problem(&self, train: TabularData, test: TabularData) -> Result<Problem> {
+        Problem::new(self.kind, train, test, self.settings.clone())
+    }
+
+    /// `repeats` one-run audits with `m` canaries each: their bounds at the audit's confidence (0
+    /// for a refused run), and the largest of them at the Bonferroni-corrected confidence.
+    fn one_run(
+        &self,
+        m: usize,
+        repeats: usize,
+        tally: &mut Tally,
+        mut progress: impl FnMut(),
+    ) -> Result<(Vec<OneRunBound>, f64)> {
+        let joint = 1.0 - (1.0 - self.confidence) / repeats as f64;
+        let mut largest = 0.0f64;
+        let white = self.canary_kind == CanaryKind::WhiteBox;
+        let shared = if white { Some(self.problem(self.train.clone(), self.test.clone())?) } else { None };
+        let mut runs = Vec::new();
+        for repeat in 0..repeats {
+            let mut rng = NoiseRng::new(self.seed, 1000 + repeat as u64);
+            let included = coin_flips(m, &mut rng);
+            let scores = match &shared {
+                Some(problem) => {
+                    let mut canaries = GradientCanaries::new(included.clone());
+                    let outcome = dp_sgd(problem, self.budget(), &mut rng, Some(&mut canaries));
+                    tally.take(outcome)?.map(|_| canaries.scores)
+                }
+                None => {
+                    let canaries = out_of_distribution(self.train, m, &mut rng);
+                    let train = with_canaries(&widened(self.train, m), &canaries, &included);
+                    let problem = self.problem(train, widened(self.test, m))?;
+                    let outcome = tally.take(run(&problem, self.method, self.budget(), &mut rng))?;
+                    outcome.map(|o| {
+                        (0..m)
+                            .map(|i| -problem.model.loss(&o.theta, canaries.row(i), canaries.labels[i]))
+                            .collect::<Vec<_>>()
+                    })
+                }
+            };
+            runs.push(match scores {
+                Some(scores) => {
+                    largest = largest.max(one_run_bound(&scores, &included, self.settings.delta, joint).epsilon);
+                    one_run_bound(&scores, &included, self.settings.delta, self.confidence)
+                }
+                None => OneRunBound { canaries: m as u64, guesses: 0, correct: 0, epsilon: 0.0 },
+            });
+            progress();
+        }
+        Ok((runs, largest))
+    }
+
+    /// `runs` trainings without and `runs` with one canary (alternating); the bound. A refused
+    /// run is an output like any other: its score is minus infinity.
+    fn many_runs(&self, runs: usize, tally: &mut Tally, mut progress: impl FnMut()) -> Result<ManyRunBound> {
+        let white = self.canary_kind == CanaryKind::WhiteBox;
+        let without = self.problem(self.train.clone(), self.test.clone())?;
+        let with = if white {
+            None
+        } else {
+            let canary = least_variance(self.train, |x, y| without.model.loss(&without.optimum, x, y))?;
+            Some((self.problem(with_canaries(self.train, &canary, &[true]), self.test.clone())?, canary))
+        };
+        let mut scores = [Vec::new(), Vec::new()];
+        for i in 0..2 * runs {
+            let inside = i % 2 == 1;
+            let mut rng = NoiseRng::new(self.seed, 1_000_000 + i as u64);
+            let score = match &with {
+                None => {
+                    let mut canaries = GradientCanaries::new(vec![inside]);
+                    let outcome = dp_sgd(&without, self.budget(), &mut rng, Some(&mut canaries));
+                    tally.take(outcome)?.map(|_| canaries.scores[0])
+                }
+                Some((with, canary)) => {
+                    let problem = if inside { with } else { &without };
+                    let outcome = tally.take(run(problem, self.method, self.budget(), &mut rng))?;
+                    outcome.map(|o| -problem.model.loss(&o.theta, canary.row(0), canary.labels[0]))
+                }
+            };
+            scores[usize::from(inside)].push(score.unwrap_or(f64::NEG_INFINITY));
+            progress();
+        }
+        Ok(many_run_bound(&scores[0], &scores[1], self.settings.delta, self.confidence))
+    }
+}
+
+/// What the training runs of an audit said besides their scores: the method's claim (from the
+/// first run that finished) and the runs it refused.
+#[derive(Default)]
+struct Tally {
+    claim: Option<PrivacyReport>,
+    refused: usize,
+    refusal: Option<ErmError>,
+}
+
+impl Tally {
+    /// The outcome of a run; None when the method refused it (the refusal is counted), an error
+    /// for any other failure.
+    fn take(&mut self, result: Result<Outcome>) -> Result<Option<Outcome>> {
+        match result {
+            Ok(outcome) => {
+                self.claim.get_or_insert_with(|| outcome.privacy.clone());
+                Ok(Some(outcome))
+            }
+            Err(refusal @ ErmError::Refused { .. }) => {
+                self.refused += 1;
+                self.refusal = Some(refusal);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 }

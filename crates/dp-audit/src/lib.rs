@@ -1,14 +1,17 @@
 //! Empirical privacy audits of the engine's mechanisms: lower bounds on the epsilon a mechanism
 //! really has, from membership guesses on canaries. The one-run audit (Steinke, Nasr and
 //! Jagielski, NeurIPS 2023) trains once with m canaries each included with probability 1/2;
-//! white-box gradient canaries audit DP-SGD tightly, black-box mislabeled rows scored by their
-//! loss audit any DP-ERM method. The many-run audit trains repeatedly with and without one canary
+//! white-box gradient canaries audit DP-SGD tightly, black-box out-of-distribution rows scored
+//! by their loss audit any DP-ERM method. The many-run audit trains repeatedly with and without one canary
 //! and bounds the test's error rates with Clopper-Pearson intervals. A lower bound above a
 //! method's claimed epsilon refutes the claim (at the stated confidence).
 
 pub mod audit;
 pub mod canaries;
 pub mod guesses;
+pub mod many_runs;
+pub mod plot;
 
-pub use audit::{Audit, AuditReport, CanaryKind};
+pub use audit::{Audit, AuditReport, CanaryKind, Design};
 pub use guesses::OneRunBound;
+pub use many_runs::ManyRunBound;

@@ -16,7 +16,8 @@ pub enum Metric {
     Gap,
 }
 
-const COLORS: [RGBColor; 7] = [
+/// One color per method (matplotlib's default cycle), shared by every plot of the engine.
+pub const COLORS: [RGBColor; 7] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
