@@ -41,6 +41,16 @@ pub enum Design {
     },
 }
 
+impl Design {
+    /// Training runs the design costs.
+    pub fn trainings(self) -> usize {
+        match self {
+            Design::OneRun { repeats, .. } => repeats,
+            Design::ManyRuns { runs } => 2 * runs,
+        }
+    }
+}
+
 /// What to audit.
 pub struct Audit<'a> {
     /// Model family.
@@ -100,8 +110,9 @@ pub struct AuditReport {
 }
 
 impl Audit<'_> {
-    /// Runs the audit; `progress` is called after each training run.
-    pub fn run(&self, progress: impl FnMut()) -> Result<AuditReport> {
+    /// Checks the audit's parameters (cheap: callers running several audits check them all
+    /// before the first trains).
+    pub fn validate(&self) -> Result<()> {
         let white = self.canary_kind == CanaryKind::WhiteBox;
         let invalid = |name, reason: String| Err(ErmError::InvalidParameter { name, reason });
         if white && !matches!(self.method, Method::Gradient | Method::NonPrivate) {
@@ -123,16 +134,22 @@ impl Audit<'_> {
         if !(self.confidence > 0.0 && self.confidence < 1.0) {
             return invalid("confidence", format!("{} must lie in (0, 1)", self.confidence));
         }
+        Ok(())
+    }
+
+    /// Runs the audit; `progress` is called after each training run.
+    pub fn run(&self, progress: impl FnMut()) -> Result<AuditReport> {
+        self.validate()?;
         let start = Instant::now();
         let mut tally = Tally::default();
-        let (runs, many, max_lower_bound, trainings) = match self.design {
+        let (runs, many, max_lower_bound) = match self.design {
             Design::OneRun { canaries, repeats } => {
                 let (runs, joint) = self.one_run(canaries, repeats, &mut tally, progress)?;
-                (runs, None, joint, repeats)
+                (runs, None, joint)
             }
             Design::ManyRuns { runs } => {
                 let bound = self.many_runs(runs, &mut tally, progress)?;
-                (Vec::new(), Some(bound), bound.epsilon, 2 * runs)
+                (Vec::new(), Some(bound), bound.epsilon)
             }
         };
         let Some(claim) = tally.claim else {
@@ -151,7 +168,7 @@ impl Audit<'_> {
             many_runs: many,
             max_lower_bound,
             refused_runs: tally.refused,
-            seconds: start.elapsed().as_secs_f64() / trainings as f64,
+            seconds: start.elapsed().as_secs_f64() / self.design.trainings() as f64,
         })
     }
 
@@ -193,11 +210,7 @@ impl Audit<'_> {
                     let train = with_canaries(&widened(self.train, m), &canaries, &included);
                     let problem = self.problem(train, widened(self.test, m))?;
                     let outcome = tally.take(run(&problem, self.method, self.budget(), &mut rng))?;
-                    outcome.map(|o| {
-                        (0..m)
-                            .map(|i| -problem.model.loss(&o.theta, canaries.row(i), canaries.labels[i]))
-                            .collect::<Vec<_>>()
-                    })
+                    outcome.map(|o| (0..m).map(|i| black_box_score(&problem, &o, &canaries, i)).collect::<Vec<_>>())
                 }
             };
             runs.push(match scores {
@@ -236,7 +249,7 @@ impl Audit<'_> {
                 Some((with, canary)) => {
                     let problem = if inside { with } else { &without };
                     let outcome = tally.take(run(problem, self.method, self.budget(), &mut rng))?;
-                    outcome.map(|o| -problem.model.loss(&o.theta, canary.row(0), canary.labels[0]))
+                    outcome.map(|o| black_box_score(problem, &o, canary, 0))
                 }
             };
             scores[usize::from(inside)].push(score.unwrap_or(f64::NEG_INFINITY));
@@ -244,6 +257,12 @@ impl Audit<'_> {
         }
         Ok(many_run_bound(&scores[0], &scores[1], self.settings.delta, self.confidence))
     }
+}
+
+/// The black-box score of canary `i`: minus its loss under the released model (higher: more
+/// likely trained on).
+fn black_box_score(problem: &Problem, outcome: &Outcome, canaries: &TabularData, i: usize) -> f64 {
+    -problem.model.loss(&outcome.theta, canaries.row(i), canaries.labels[i])
 }
 
 /// What the training runs of an audit said besides their scores: the method's claim (from the

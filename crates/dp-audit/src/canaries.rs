@@ -6,7 +6,7 @@
 //! Cancer even without noise: a copy's loss varies more between rows than with its inclusion.)
 
 use dp_data::TabularData;
-use dp_erm::linalg::{Matrix, dot, norm};
+use dp_erm::linalg::{Matrix, dot, power_iteration};
 use dp_erm::rng::NoiseRng;
 use dp_erm::{ErmError, Result};
 
@@ -68,12 +68,8 @@ pub fn least_variance(data: &TabularData, loss: impl Fn(&[f64], usize) -> f64) -
     (0..dim).for_each(|a| gram[(a, a)] += shift);
     let factor =
         gram.cholesky().ok_or_else(|| ErmError::Numerical("X^T X / n + shift I is not positive definite".into()))?;
-    let mut v: Vec<f64> = (0..dim).map(|i| 1.0 + 0.1 * ((i * 7919) % 13) as f64).collect();
-    for _ in 0..INVERSE_ITERATIONS {
-        let w = factor.solve(&v);
-        let length = norm(&w);
-        v = w.into_iter().map(|x| x / length).collect();
-    }
+    // Inverse iteration: power iteration on (X^T X / n + shift I)^{-1}.
+    let (_, v) = power_iteration(dim, |v| factor.solve(v), 0.0, INVERSE_ITERATIONS);
     if !v.iter().all(|x| x.is_finite()) || (dot(&v, &v) - 1.0).abs() > 1e-9 {
         return Err(ErmError::Numerical("inverse iteration for the least-variance direction diverged".into()));
     }
@@ -97,6 +93,7 @@ pub fn with_canaries(data: &TabularData, canaries: &TabularData, included: &[boo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dp_erm::linalg::norm;
 
     #[test]
     fn canaries_are_unit_vectors_on_features_no_real_row_uses() {

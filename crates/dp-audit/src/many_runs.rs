@@ -11,7 +11,7 @@ use serde::Serialize;
 /// The many-run audit's result.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ManyRunBound {
-    /// Runs per world (with and without the canary), half of them choosing the threshold.
+    /// Runs per world (with and without the canary), half of them choosing the test.
     pub runs: u64,
     /// Scores at or above it (and below `upper`) say "canary in".
     pub lower: f64,
@@ -45,9 +45,10 @@ fn counts(out: &[f64], inside: &[f64], test: Interval) -> TestCounts {
     }
 }
 
-/// `scores`, sorted.
+/// `scores`, sorted, with NaN (a training that blew up) read as minus infinity: every test then
+/// calls it "out", and the counts stay those of a monotone order.
 fn sorted(scores: &[f64]) -> Vec<f64> {
-    let mut v = scores.to_vec();
+    let mut v: Vec<f64> = scores.iter().map(|&s| if s.is_nan() { f64::NEG_INFINITY } else { s }).collect();
     v.sort_by(f64::total_cmp);
     v
 }
@@ -138,6 +139,12 @@ mod tests {
         assert!((b.epsilon - ((1.0 - 1e-5 - u) / u).ln()).abs() < 1e-6, "{b:?}");
         let same: Vec<f64> = (0..200).map(|i| f64::from(i % 7)).collect();
         assert_eq!(many_run_bound(&same, &same, 1e-5, 0.95).epsilon, 0.0);
+        // NaN scores of either sign count as minus infinity: "out" under any test.
+        let mut with_nan = with.clone();
+        with_nan[150] = f64::NAN;
+        with_nan[160] = -f64::NAN;
+        let b = many_run_bound(&without, &with_nan, 1e-5, 0.95);
+        assert_eq!((b.false_positives, b.false_negatives), (0, 2), "{b:?}");
     }
 
     #[test]

@@ -29,9 +29,10 @@ pub fn project_ball(theta: &mut [f64], radius: f64) {
     }
 }
 
-/// The largest eigenvalue of the symmetric positive semi-definite operator `apply`, by power
-/// iteration from a fixed start, to relative change `tol`.
-pub fn power_iteration(dim: usize, apply: impl Fn(&[f64]) -> Vec<f64>, tol: f64, max_iter: usize) -> f64 {
+/// The largest eigenvalue of the symmetric positive semi-definite operator `apply` and its unit
+/// eigenvector, by power iteration from a fixed start, to relative change `tol` of the eigenvalue
+/// (0: exactly `max_iter` steps).
+pub fn power_iteration(dim: usize, apply: impl Fn(&[f64]) -> Vec<f64>, tol: f64, max_iter: usize) -> (f64, Vec<f64>) {
     let mut v: Vec<f64> = (0..dim).map(|i| 1.0 + 0.1 * ((i * 7919) % 13) as f64).collect();
     let n0 = norm(&v);
     v.iter_mut().for_each(|x| *x /= n0);
@@ -40,7 +41,7 @@ pub fn power_iteration(dim: usize, apply: impl Fn(&[f64]) -> Vec<f64>, tol: f64,
         let w = apply(&v);
         let next = norm(&w);
         if next == 0.0 {
-            return 0.0;
+            return (0.0, v);
         }
         v = w.into_iter().map(|x| x / next).collect();
         let done = (next - lambda).abs() <= tol * next;
@@ -49,7 +50,7 @@ pub fn power_iteration(dim: usize, apply: impl Fn(&[f64]) -> Vec<f64>, tol: f64,
             break;
         }
     }
-    lambda
+    (lambda, v)
 }
 
 /// Pearson correlation of two equally long samples.
@@ -141,7 +142,7 @@ mod tests {
     fn power_iteration_finds_the_top_eigenvalue() {
         // diag(3, 1, 0.5) rotated is still symmetric with top eigenvalue 3.
         let apply = |v: &[f64]| vec![3.0 * v[0], v[1], 0.5 * v[2]];
-        assert!((power_iteration(3, apply, 1e-12, 1000) - 3.0).abs() < 1e-9);
+        assert!((power_iteration(3, apply, 1e-12, 1000).0 - 3.0).abs() < 1e-9);
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub fn finite_difference_mixed_norm<M: Model + ?Sized>(model: &M, theta: &[f64],
         let mv: Vec<f64> = (0..p).map(|r| columns.iter().zip(v).map(|(c, vj)| c[r] * vj).sum()).collect();
         columns.iter().map(|c| c.iter().zip(&mv).map(|(a, b)| a * b).sum()).collect()
     };
-    power_iteration(x.len(), gram, 1e-12, 10_000).sqrt()
+    power_iteration(x.len(), gram, 1e-12, 10_000).0.sqrt()
 }
 
 /// sigmoid(z) without overflow.
