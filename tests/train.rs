@@ -265,3 +265,44 @@ fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_r
     bad(&["-z", "1", "--sensitivity-every", "2"], "optimized-paper");
     bad(&["--target-epsilon", "1", "--mechanism", "optimized-paper", "--sensitivity-every", "0"], "sensitivity");
 }
+
+/// The one-run audit of a training run (`--audit-canaries`): white-box canaries with every lot
+/// the whole data set (q = 1), so that each included canary is in every step. The lower bound
+/// stays below what each mechanism certifies, comes close to the audit's ceiling when the noise is
+/// small, and the audit refuses what it cannot do in one line.
+#[test]
+fn audit_canaries_bound_each_mechanism_below_its_certificate() {
+    let (tmp, data) = temp_with_dataset(500);
+    let d = data.to_str().unwrap();
+    let audit = |name: &str, model: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut args = base_args(d, out.to_str().unwrap());
+        (args[8], args[10]) = (model, "500");
+        args.extend(["--epochs", "10", "--delta", "1e-5", "--seed", "2", "--audit-canaries", "1000"]);
+        args.extend(extra);
+        let (report, _) = train_json(args, &out);
+        assert_eq!(report["audit"]["label"], "empirical", "{report}");
+        assert_eq!(report["audit"]["bound"]["canaries"], 1000);
+        (report["audit"]["bound"]["epsilon"].as_f64().unwrap(), report)
+    };
+    let (gaussian, report) = audit("gaussian", "logreg", &["--target-epsilon", "2"]);
+    assert_eq!(report["guarantee"], "certified");
+    assert!(gaussian <= 2.0, "DP-SGD audited above its certificate: {report}");
+    let (loud, report) = audit("loud", "logreg", &["-z", "0.2"]);
+    assert!(loud > 3.5, "a barely noised run must be caught: {report}");
+    // Two layers, so that the optimized mechanism's per-layer sigmas differ.
+    let (optimized, report) =
+        audit("optimized", "mlp", &["--target-epsilon", "2", "--mechanism", "optimized", "--hidden", "16"]);
+    assert!(optimized <= 2.0, "the sound optimized mechanism above its certificate: {report}");
+    let (paper, report) = audit("paper", "logreg", &["--target-epsilon", "2", "--mechanism", "optimized-paper"]);
+    let sigma_eps = report["sigma_privacy"]["epsilon"].as_f64().unwrap();
+    assert!(paper <= sigma_eps.min(2.0), "optimized-paper above the privacy of its smallest sigma: {report}");
+
+    let o = tmp.path().join("bad");
+    let o = o.to_str().unwrap();
+    let bad = |extra: &[&str]| dptrain(&[base_args(d, o), vec!["--audit-canaries", "10"], extra.to_vec()].concat());
+    one_line_error(&bad(&["--mechanism", "none", "--epochs", "1"]), "no noise");
+    one_line_error(&bad(&["-z", "1", "--epochs", "1", "--stop-after", "1"]), "one session");
+    one_line_error(&bad(&["-z", "1", "--epochs", "1", "--audit-confidence", "1.5"]), "confidence");
+    one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--audit-canaries", "9000"]].concat()), "coordinates");
+}

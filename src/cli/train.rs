@@ -5,6 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_data::DatasetName;
 use dp_engine::activation::Activation;
+use dp_engine::canaries::AuditRequest;
 use dp_engine::clipping::Clipping;
 use dp_engine::smoothing::SmoothingScope;
 use dp_engine::train_config::{AccountantName, Mechanism, OptimizerName, SamplingName, TrainConfig};
@@ -40,6 +41,18 @@ pub struct TrainArgs {
     /// Print the final report as one JSON object on stdout.
     #[arg(long)]
     json: bool,
+
+    /// Audit this run (one-run audit of Steinke, Nasr and Jagielski 2023): add this many
+    /// white-box gradient canaries, each in the training set with probability 1/2, placed on the
+    /// coordinates where the mechanism's noise is smallest, and report an empirical lower bound
+    /// on the run's epsilon. The canaries change the model a little; audit a copy of a run, not
+    /// the model you release. Whole runs only (no --resume or --stop-after).
+    #[arg(long, value_name = "M")]
+    audit_canaries: Option<usize>,
+
+    /// Confidence of the audit's lower bound.
+    #[arg(long, default_value_t = 0.95, requires = "audit_canaries")]
+    audit_confidence: f64,
 
     /// Dataset: fashion-mnist, mnist or cifar10 [default: fashion-mnist].
     #[arg(long, value_parser = parse::<DatasetName>)]
@@ -295,7 +308,8 @@ pub fn run(args: TrainArgs) -> Result<()> {
             bar.println(format!("step {step}: test accuracy {:.2}%, {last_privacy}", test_accuracy * 100.0));
         }
     };
-    let session = Session { resume: args.resume, stop_after: args.stop_after };
+    let audit = args.audit_canaries.map(|canaries| AuditRequest { canaries, confidence: args.audit_confidence });
+    let session = Session { resume: args.resume, stop_after: args.stop_after, audit };
     let report = train(config, session, &device, &mut observe)?;
     bar.finish_and_clear();
     print_report(&report, args.json)
@@ -318,6 +332,16 @@ fn print_report(r: &TrainReport, json: bool) -> Result<()> {
     );
     if let Some(p) = &r.sigma_privacy {
         println!("privacy of the smallest sigma actually used: {}", epsilon_text(p));
+    }
+    if let Some(a) = &r.audit {
+        println!(
+            "audit: epsilon >= {:.3} (empirical, {}% confidence; {} of {} guesses right on {} white-box canaries)",
+            a.bound.epsilon,
+            a.confidence * 100.0,
+            a.bound.correct,
+            a.bound.guesses,
+            a.bound.canaries
+        );
     }
     println!("run folder: {}", r.run_dir.display());
     if !r.completed {

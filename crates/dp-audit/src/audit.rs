@@ -3,8 +3,8 @@
 //! without one canary (the classic audit); beside the epsilon the method claims.
 
 use crate::canaries::{coin_flips, least_variance, out_of_distribution, widened, with_canaries};
-use crate::guesses::{OneRunBound, one_run_bound};
 use crate::many_runs::{ManyRunBound, many_run_bound};
+use dp_accounting::audit::guesses::{OneRunBound, one_run_bound};
 use dp_accounting::{Guarantee, PrivacyReport};
 use dp_data::TabularData;
 use dp_erm::methods::{GradientCanaries, dp_sgd, run};

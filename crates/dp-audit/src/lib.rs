@@ -8,10 +8,9 @@
 
 pub mod audit;
 pub mod canaries;
-pub mod guesses;
 pub mod many_runs;
 pub mod plot;
 
 pub use audit::{Audit, AuditReport, CanaryKind, Design};
-pub use guesses::OneRunBound;
+pub use dp_accounting::audit::guesses::OneRunBound;
 pub use many_runs::ManyRunBound;

@@ -11,6 +11,7 @@
 //!   per-step condition tau, w the full-data gradient recomputed every `every` lots. Its true
 //!   noise multiplier is min sigma / C (DESIGN.md 4.3).
 
+use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::tensor_io::{HostMatrix, matrices_to_host, to_host};
 use crate::train_config::Mechanism;
@@ -90,7 +91,7 @@ impl NoiseAllocation {
         match mechanism {
             Mechanism::Optimized => NoiseAllocation::Groups {
                 noise_multiplier: z,
-                bounds: vec![clip_norm / (layers.max(1) as f64).sqrt(); layers],
+                bounds: vec![Clipping::PerLayer.layer_bound(clip_norm, layers); layers],
                 released,
             },
             Mechanism::OptimizedPaper => {

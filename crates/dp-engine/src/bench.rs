@@ -8,7 +8,7 @@ use crate::error::{EngineError, Result};
 use crate::noise::GaussianNoise;
 use crate::optimizer::{Optimizer, OptimizerKind};
 use crate::smoothing::{Smoothing, SmoothingScope};
-use crate::step::{Privatizer, lot_gradient, mean_gradient};
+use crate::step::{Batching, Privatizer, StepDraw, lot_gradient, mean_gradient};
 use crate::train_config::Mechanism;
 use crate::zoo::{ModelSpec, build};
 use dp_data::{ChaChaState, ImageDataset, Normalization};
@@ -95,6 +95,7 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     let data = ImageDataset::new(pixels, labels, config.input, config.classes, normalization)
         .map_err(|e| EngineError::Data(e.to_string()))?;
     let lot: Vec<usize> = (0..config.lot_size).collect();
+    let batching = Batching::for_backend(config.batch_size, device.backend);
     let model = build(config.model, config.input, config.classes, &mut rng, dev)?;
     let layers = model.params().len() / 2;
     let k = BENCHED.len();
@@ -112,12 +113,12 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             let (privatizer, allocation) = &mut setups[i];
             let step_noise = match allocation.as_mut() {
                 Some(a) => Some(a.step_noise(round as u64, &model.params(), &mut || {
-                    mean_gradient(model, &data, &lot, config.batch_size, dev)
+                    mean_gradient(model, &data, &lot, batching, dev)
                 })?),
                 None => None,
             };
-            let draw = step_noise.as_ref().map(|s| (&mut noise, s.scales.as_slice()));
-            let (grads, _) = lot_gradient(model, &data, &lot, config.batch_size, *privatizer, draw, dev)?;
+            let draw = step_noise.as_ref().map(|s| StepDraw { noise: &mut noise, scales: &s.scales, canaries: None });
+            let (grads, _) = lot_gradient(model, &data, &lot, batching, *privatizer, draw, dev)?;
             if let Some(a) = allocation.as_mut() {
                 a.observe(&grads);
             }

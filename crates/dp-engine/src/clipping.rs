@@ -15,6 +15,16 @@ pub enum Clipping {
     PerLayer,
 }
 
+impl Clipping {
+    /// The bound on one example's part of each of `layers` DP layers under clipping bound C.
+    pub fn layer_bound(self, clip_norm: f64, layers: usize) -> f64 {
+        match self {
+            Clipping::Flat => clip_norm,
+            Clipping::PerLayer => clip_norm / (layers.max(1) as f64).sqrt(),
+        }
+    }
+}
+
 /// Opacus's guard against division by a zero norm; it keeps every clipped norm strictly below C.
 const NORM_EPSILON: f64 = 1e-6;
 
@@ -31,7 +41,7 @@ pub fn clip_factors(layer_sq_norms: Vec<Tensor<1>>, clip_norm: f64, clipping: Cl
             total.map(|t| vec![factors(t, clip_norm); layers]).unwrap_or_default()
         }
         Clipping::PerLayer => {
-            let bound = clip_norm / (layers as f64).sqrt();
+            let bound = clipping.layer_bound(clip_norm, layers);
             layer_sq_norms.into_iter().map(|n| factors(n, bound)).collect()
         }
     }

@@ -20,6 +20,11 @@ impl Features {
         }
     }
 
+    /// Appends `rows` all-zero examples (the padding of a physical batch).
+    pub fn pad_rows(self, rows: usize) -> Features {
+        self.map(|t| zero_rows_appended(t, rows), |t| zero_rows_appended(t, rows))
+    }
+
     /// Applies an element-wise function whatever the rank.
     pub fn map(self, f4: impl FnOnce(Tensor<4>) -> Tensor<4>, f2: impl FnOnce(Tensor<2>) -> Tensor<2>) -> Features {
         match self {
@@ -27,4 +32,15 @@ impl Features {
             Features::Flat(t) => Features::Flat(f2(t)),
         }
     }
+}
+
+/// `t` with `rows` all-zero rows appended along the batch dimension.
+pub fn zero_rows_appended<const D: usize>(t: Tensor<D>, rows: usize) -> Tensor<D> {
+    if rows == 0 {
+        return t;
+    }
+    let mut dims = t.dims();
+    dims[0] = rows;
+    let zeros = Tensor::zeros(dims, &t.device());
+    Tensor::cat(vec![t, zeros], 0)
 }

@@ -28,6 +28,7 @@ pub mod activation;
 pub mod allocation;
 pub mod backend;
 pub mod bench;
+pub mod canaries;
 pub mod checkpoint;
 pub mod clipping;
 pub mod conv2d;

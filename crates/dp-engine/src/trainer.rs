@@ -3,6 +3,7 @@
 
 use crate::allocation::NoiseAllocation;
 use crate::backend::SelectedDevice;
+use crate::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
 use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint, write_atomic};
 use crate::error::{EngineError, Result};
 use crate::features::Features;
@@ -10,7 +11,7 @@ use crate::loss::correct;
 use crate::model::Model;
 use crate::noise::GaussianNoise;
 use crate::optimizer::{Optimizer, OptimizerKind};
-use crate::step::{ExampleSource, Privatizer, lot_gradient, mean_gradient};
+use crate::step::{Batching, ExampleSource, Privatizer, StepDraw, lot_gradient, mean_gradient};
 use crate::tensor_io::{HostMatrix, matrices_from_host, matrices_to_host};
 use crate::train_config::{AccountantName, Mechanism, OptimizerName, SamplingName, TrainConfig};
 use crate::zoo::{ModelSpec, build};
@@ -126,6 +127,8 @@ pub struct TrainReport {
     pub run_dir: PathBuf,
     /// False when this session stopped before the planned steps (resume to continue).
     pub completed: bool,
+    /// The one-run audit, when one was asked for.
+    pub audit: Option<RunAudit>,
 }
 
 /// Loads a named dataset split from `dir` (or its standard location).
@@ -293,6 +296,8 @@ pub struct Session {
     pub resume: bool,
     /// Take at most this many steps now, then checkpoint and return (resume later).
     pub stop_after: Option<u64>,
+    /// Audit the run with white-box canaries (a whole run in one session only).
+    pub audit: Option<AuditRequest>,
 }
 
 /// Trains as `config` says (or resumes the run in `config.out_dir`), reporting progress to
@@ -305,6 +310,17 @@ pub fn train(
 ) -> Result<TrainReport> {
     let run_dir = config.out_dir.clone();
     let ckpt_path = checkpoint_path(&run_dir);
+    if let Some(request) = session.audit {
+        if session.resume || session.stop_after.is_some() {
+            return Err(EngineError::invalid(
+                "audit",
+                "the canaries live in memory: audit a whole run in one session (no --resume or --stop-after)",
+            ));
+        }
+        if !(request.confidence > 0.0 && request.confidence < 1.0) {
+            return Err(EngineError::invalid("audit confidence", format!("{} is not in (0, 1)", request.confidence)));
+        }
+    }
     let checkpoint = if session.resume { Some(Checkpoint::load(&ckpt_path)?) } else { None };
     // A resumed run continues with its own configuration, whatever else was passed.
     let config = checkpoint.as_ref().map_or(config, |c| TrainConfig { out_dir: run_dir.clone(), ..c.config.clone() });
@@ -426,6 +442,31 @@ pub fn train(
         )
     });
     let everyone: Vec<usize> = (0..n).collect();
+    let batching = Batching::for_backend(config.batch_size, device.backend);
+    let mut canaries = match (session.audit, &allocation) {
+        (None, _) => None,
+        (Some(request), Some(allocation)) => {
+            // Placed on the noise of a step computed before any canary counts.
+            let probe = allocation.clone().step_noise(step, &model.params(), &mut || {
+                mean_gradient(&model, &train_data, &everyone, batching, dev)
+            })?;
+            let bound = config.clipping().layer_bound(config.clip_norm, layers);
+            Some(WhiteBoxCanaries::for_run(
+                request.canaries,
+                sample_rate,
+                config.seed,
+                &probe.scales,
+                &model.params(),
+                bound,
+            )?)
+        }
+        (Some(_), None) => {
+            return Err(EngineError::invalid(
+                "audit",
+                "white-box canaries are scored on the noisy release: the mechanism none releases no noise",
+            ));
+        }
+    };
     let steps_per_epoch = ((n as f64 / config.lot_size as f64).round() as u64).max(1);
     let log_every = (steps_per_epoch / 10).max(1);
     let metrics_path = run_dir.join("metrics.jsonl");
@@ -459,12 +500,17 @@ pub fn train(
         let lot = sampler.next_lot();
         let step_noise = match allocation.as_mut() {
             Some(a) => Some(a.step_noise(step, &model.params(), &mut || {
-                mean_gradient(&model, &train_data, &everyone, config.batch_size, dev)
+                let w = mean_gradient(&model, &train_data, &everyone, batching, dev)?;
+                Ok(match canaries.as_ref() {
+                    Some(c) => c.add_to_mean(w, n),
+                    None => w,
+                })
             })?),
             None => None,
         };
-        let draw = step_noise.as_ref().map(|s| (&mut noise, s.scales.as_slice()));
-        let (grads, metrics) = lot_gradient(&model, &train_data, &lot, config.batch_size, privatizer, draw, dev)?;
+        let draw =
+            step_noise.as_ref().map(|s| StepDraw { noise: &mut noise, scales: &s.scales, canaries: canaries.as_mut() });
+        let (grads, metrics) = lot_gradient(&model, &train_data, &lot, batching, privatizer, draw, dev)?;
         if let Some(a) = allocation.as_mut() {
             a.observe(&grads);
         }
@@ -522,6 +568,7 @@ pub fn train(
         notes,
         run_dir: run_dir.clone(),
         completed: step == planned_steps,
+        audit: session.audit.zip(canaries.as_ref()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
     };
     let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
     write_atomic(&run_dir.join("report.json"), &json)?;

@@ -1,18 +1,24 @@
 //! Per-example norms and clipped sums against the oracle: a naive loop that gives every example
 //! its own forward and backward pass with Burn's autodiff on the parameters. Runs on ndarray and
 //! on wgpu (lavapipe in CI, where DPTRAIN_REQUIRE_WGPU=1 turns a missing adapter into a failure).
+//! The whole step (`lot_gradient`: physical batches padded with inert rows, clipping, the noise
+//! pass, the division by the expected lot size, the metrics) is checked against the same loop.
 
 use burn::tensor::{Device, Tensor, TensorData};
+use dp_data::image_dataset::{ImageDataset, Normalization as PixelNormalization};
 use dp_engine::activation::Activation;
 use dp_engine::backend;
 use dp_engine::clipping::{Clipping, clip_factors};
 use dp_engine::features::Features;
 use dp_engine::loss::{one_hot, summed_cross_entropy};
 use dp_engine::model::Model;
+use dp_engine::noise::GaussianNoise;
 use dp_engine::per_example::{ConvNormMethod, PerExampleGrad};
+use dp_engine::step::{Batching, ExampleSource, Privatizer, StepDraw, lot_gradient};
 use dp_engine::tape::Tape;
 use dp_engine::tensor_io::to_host;
 use dp_engine::zoo::{ModelName, ModelSpec, Normalization, build};
+use dp_kernels::NoiseScale;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -123,6 +129,74 @@ fn check_model(name: ModelName, shape: [usize; 3], device: &Device) -> Vec<ConvN
     methods
 }
 
+/// One step over a lot of 7 cut into batches of 5 and 2, the second padded to 4 rows: the clipped
+/// sum over the expected lot size (noise of sigma 0) and the unclipped mean equal the naive loop's,
+/// and the metrics count the 7 real examples only.
+fn check_padded_lot_step(device: &Device) {
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    let shape = [1, 16, 16];
+    let spec = ModelSpec {
+        name: ModelName::MnistCnn,
+        activation: Activation::Tanh,
+        hidden: None,
+        normalization: Normalization::None,
+    };
+    let model = build(spec, shape, CLASSES, &mut rng, device).unwrap();
+    let n = 7;
+    let pixels: Vec<u8> = (0..n * 256).map(|_| rng.random()).collect();
+    let labels: Vec<u8> = (0..n).map(|_| rng.random_range(0..CLASSES as u8)).collect();
+    let normalization = PixelNormalization { mean: vec![0.5], std: vec![0.25] };
+    let data = ImageDataset::new(pixels, labels, shape, CLASSES, normalization).unwrap();
+    let lot = [6, 0, 3, 5, 1, 2, 4];
+    let (x, lot_labels) = ExampleSource::batch(&data, &lot, device);
+    let Features::Image(x) = x else { panic!("images give image features") };
+    let naive = naive_gradients(&model, &x, &lot_labels, device);
+    let totals: Vec<f64> = naive.iter().map(|g| g.iter().map(|t| sq(t)).sum::<f64>().sqrt()).collect();
+    let mut sorted = totals.clone();
+    sorted.sort_by(f64::total_cmp);
+    let clip = sorted[n / 2];
+    let expected_lot_size = 10.0;
+    let batching = Batching { size: 5, granule: 4 };
+    assert_eq!((batching.padded(5), batching.padded(2)), (5, 4));
+    let private =
+        Privatizer::Gaussian { clip_norm: clip, clipping: Clipping::Flat, expected_lot_size, smoothing: None };
+    for (privatizer, weight) in [
+        (private, (0..n).map(|e| (clip / (totals[e] + 1e-6)).min(1.0) / expected_lot_size).collect::<Vec<_>>()),
+        (Privatizer::None, vec![1.0 / n as f64; n]),
+    ] {
+        let mut noise = GaussianNoise::new(Some(1));
+        let zero = vec![NoiseScale::Uniform(0.0); model.params().len()];
+        let draw = matches!(privatizer, Privatizer::Gaussian { .. }).then_some(StepDraw {
+            noise: &mut noise,
+            scales: &zero,
+            canaries: None,
+        });
+        let (grads, metrics) = lot_gradient(&model, &data, &lot, batching, privatizer, draw, device).unwrap();
+        for (k, g) in grads.iter().enumerate() {
+            let got = to_host(g);
+            let want: Vec<f64> =
+                (0..got.len()).map(|j| (0..n).map(|e| weight[e] * f64::from(naive[e][k][j])).sum()).collect();
+            let scale = want.iter().map(|w| w.abs()).fold(0.0, f64::max).max(1e-6);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((f64::from(*g) - w).abs() <= 1e-4 * scale, "{privatizer:?} param {k}: {g} vs naive {w}");
+            }
+        }
+        let logits = model.forward(Features::Image(x.clone()), None).unwrap();
+        let want_loss = to_host(&summed_cross_entropy(logits.clone(), one_hot(&lot_labels, CLASSES, device)))[0];
+        let predicted = to_host(&logits);
+        let want_correct = (0..n)
+            .filter(|&e| {
+                let row = &predicted[e * CLASSES..(e + 1) * CLASSES];
+                let best = (0..CLASSES).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
+                best == usize::from(lot_labels[e])
+            })
+            .count();
+        let (loss, accuracy) = metrics.read().unwrap();
+        assert_close(loss, f64::from(want_loss) / n as f64, "mean loss");
+        assert_eq!(accuracy, want_correct as f64 / n as f64, "accuracy over the real examples");
+    }
+}
+
 /// The MNIST tutorial CNN on 16x16 inputs has one materialised and one ghost-norm convolution
 /// and two dense layers: every DP layer and norm method.
 fn check_every_layer_kind(device: &Device) {
@@ -138,6 +212,7 @@ fn ndarray_matches_naive_loop() {
     check_model(ModelName::Cifar10Cnn, [3, 8, 8], &device);
     check_model(ModelName::Logreg, [1, 4, 5], &device);
     check_model(ModelName::Mlp, [1, 3, 3], &device);
+    check_padded_lot_step(&device);
 }
 
 /// Lavapipe compiles a shader per shape and is slow: the layer kinds only.
@@ -145,5 +220,6 @@ fn ndarray_matches_naive_loop() {
 fn wgpu_matches_naive_loop() {
     if let Some(device) = dp_kernels::wgpu_probe::wgpu_for_tests() {
         check_every_layer_kind(&device);
+        check_padded_lot_step(&device);
     }
 }

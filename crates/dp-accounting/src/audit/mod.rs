@@ -4,5 +4,6 @@
 //! negative rates. A lower bound is evidence, never a guarantee: it is labelled `empirical`.
 
 pub mod binomial;
+pub mod guesses;
 pub mod multi_run;
 pub mod one_run;

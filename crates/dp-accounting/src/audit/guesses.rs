@@ -2,7 +2,7 @@
 //! k lowest, abstain on the rest, for every k of a fixed grid; the grid is paid for with a
 //! Bonferroni correction, so the best k may be reported without losing soundness.
 
-use dp_accounting::audit::one_run::epsilon_lower_bound;
+use super::one_run::epsilon_lower_bound;
 use serde::Serialize;
 
 /// The one-run audit's result.
