@@ -1,6 +1,7 @@
 //! The device noise kernel against its CPU reference (ndarray) and against the normal law: the
-//! random words bit-identical across backends for the same key, the normals equal to 1e-6, and a
-//! Kolmogorov-Smirnov test and tail frequencies over 10^7 draws.
+//! random words bit-identical across backends for the same key, the normals equal to 1e-5 (the
+//! device's own ln, sqrt, sin and cos), and a Kolmogorov-Smirnov test and tail frequencies over
+//! 10^7 draws.
 
 use burn::tensor::{Device, Tensor, TensorData};
 use dp_kernels::wgpu_probe::wgpu_for_tests;
@@ -49,7 +50,10 @@ fn normals_agree_across_backends_and_with_the_reference() {
         let device_normals = normals_on(&device, n);
         let worst =
             device_normals.iter().zip(&reference).map(|(a, b)| (a - b).abs() / b.abs().max(1.0)).fold(0.0f32, f32::max);
-        assert!(worst <= 1e-6, "device normals differ from the reference by {worst:e}");
+        // The words are bit-identical (above); the transform is not: Vulkan lets a device's ln,
+        // sqrt, sin and cos err (GLSL.std.450 allows sin and cos 2^-11 absolute). Measured worst:
+        // 3.6e-7 on lavapipe, 2.5e-6 on an NVIDIA H100; a wrong stream or transform errs by O(1).
+        assert!(worst <= 1e-5, "device normals differ from the reference by {worst:e}");
     }
 }
 
