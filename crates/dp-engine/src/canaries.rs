@@ -42,8 +42,8 @@ pub struct WhiteBoxCanaries {
     rate: f64,
     placement: Vec<Placement>,
     rng: ChaCha20Rng,
-    /// This step's other-records sum at each canary's coordinate, and whether the canary is in.
-    pending: Vec<(f64, bool)>,
+    /// This step's other-records sum at each canary's coordinate.
+    pending: Vec<f64>,
 }
 
 /// Each coordinate's noise standard deviation, per tensor, on the host.
@@ -176,7 +176,7 @@ impl WhiteBoxCanaries {
         let host = self.read(sums);
         let rate = self.rate;
         let sampled: Vec<bool> = self.included.iter().map(|&inc| inc && self.rng.random_bool(rate)).collect();
-        self.pending = self.placement.iter().zip(&sampled).map(|(p, &s)| (host[p.tensor][p.index], s)).collect();
+        self.pending = self.placement.iter().map(|p| host[p.tensor][p.index]).collect();
         let drawn = self.placement.iter().zip(&sampled).filter(|(_, s)| **s).map(|(p, _)| *p);
         let deltas = self.deltas(sums, drawn);
         for (sum, delta) in sums.iter_mut().zip(deltas) {
@@ -195,7 +195,7 @@ impl WhiteBoxCanaries {
         let host = self.read(noisy);
         let sizes: Vec<usize> = noisy.iter().map(|t| t.shape().num_elements()).collect();
         let sigmas = host_sigmas(scales, &sizes);
-        for ((score, p), (before, _)) in self.scores.iter_mut().zip(&self.placement).zip(&self.pending) {
+        for ((score, p), before) in self.scores.iter_mut().zip(&self.placement).zip(&self.pending) {
             let x = host[p.tensor][p.index] / f64::from(scale) - before;
             let sigma = f64::from(sigmas[p.tensor][p.index]);
             let v = p.value;
