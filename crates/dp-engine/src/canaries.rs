@@ -14,8 +14,8 @@
 //! added over the steps.
 
 use crate::error::{EngineError, Result};
-use crate::tensor_io::to_host;
-use burn::tensor::{Tensor, TensorData};
+use crate::tensor_io::{matrix, to_host};
+use burn::tensor::Tensor;
 use dp_accounting::audit::guesses::{OneRunBound, one_run_bound};
 use dp_data::rng_state::ChaChaState;
 use dp_kernels::NoiseScale;
@@ -46,14 +46,17 @@ pub struct WhiteBoxCanaries {
     pending: Vec<f64>,
 }
 
-/// Each coordinate's noise standard deviation, per tensor, on the host.
-fn host_sigmas(scales: &[NoiseScale], sizes: &[usize]) -> Vec<Vec<f32>> {
+/// Each coordinate's noise standard deviation on the host, for the tensors `wanted` picks (the
+/// others left empty, so that no sigma is read from the device for nothing).
+fn host_sigmas(scales: &[NoiseScale], sizes: &[usize], wanted: impl Fn(usize) -> bool) -> Vec<Vec<f32>> {
     scales
         .iter()
         .zip(sizes)
-        .map(|(s, &n)| match s {
+        .enumerate()
+        .map(|(t, (s, &n))| match s {
+            _ if !wanted(t) => Vec::new(),
             NoiseScale::Uniform(sigma) => vec![*sigma; n],
-            NoiseScale::PerCoordinate(t) => to_host(t.as_ref()),
+            NoiseScale::PerCoordinate(x) => to_host(x.as_ref()),
         })
         .collect()
 }
@@ -109,7 +112,7 @@ impl WhiteBoxCanaries {
     /// Places the canaries on the coordinates of smallest sigma / bound under the noise `scales`
     /// of a step, `sizes` being each tensor's element count and `bounds` its clipping bound.
     pub fn place(&mut self, scales: &[NoiseScale], sizes: &[usize], bounds: &[f64]) -> Result<()> {
-        let sigmas = host_sigmas(scales, sizes);
+        let sigmas = host_sigmas(scales, sizes, |_| true);
         let mut coordinates: Vec<(f64, usize, usize)> = sigmas
             .iter()
             .zip(bounds)
@@ -161,10 +164,7 @@ impl WhiteBoxCanaries {
             let n = like[p.tensor].shape().num_elements();
             host[p.tensor].get_or_insert_with(|| vec![0.0; n])[p.index] += p.value as f32;
         }
-        host.into_iter()
-            .zip(like)
-            .map(|(h, t)| h.map(|v| Tensor::from_data(TensorData::new(v, t.shape()), &t.device())))
-            .collect()
+        host.into_iter().zip(like).map(|(h, t)| h.map(|v| matrix(v, t.dims(), &t.device()))).collect()
     }
 
     /// Adds the canaries that are in and drawn into this lot to the clipped sums, after noting
@@ -194,7 +194,7 @@ impl WhiteBoxCanaries {
         }
         let host = self.read(noisy);
         let sizes: Vec<usize> = noisy.iter().map(|t| t.shape().num_elements()).collect();
-        let sigmas = host_sigmas(scales, &sizes);
+        let sigmas = host_sigmas(scales, &sizes, |t| !host[t].is_empty());
         for ((score, p), before) in self.scores.iter_mut().zip(&self.placement).zip(&self.pending) {
             let x = host[p.tensor][p.index] / f64::from(scale) - before;
             let sigma = f64::from(sigmas[p.tensor][p.index]);
@@ -252,7 +252,7 @@ impl WhiteBoxCanaries {
 mod tests {
     use super::*;
     use crate::backend;
-    use crate::tensor_io::matrix;
+    use burn::tensor::TensorData;
 
     #[test]
     fn log_mixture_is_the_mixture_likelihood_ratio() {
