@@ -121,9 +121,7 @@ fn summed_gradients(
             zero_rows_appended(one_hot(&labels, source.classes(), device), rows - chunk.len()),
         );
         let grads = loss.backward();
-        let batch_correct = correct(logits.clone().inner().narrow(0, 0, chunk.len()), &labels, device)
-            + correct(logits.clone().inner().narrow(0, 0, 1), &labels[..1], device)
-                .mul_scalar((rows - chunk.len()) as i64);
+        let batch_correct = correct(logits.inner().narrow(0, 0, chunk.len()), &labels, device);
         let loss = loss.inner();
         metrics.loss_sum = Some(metrics.loss_sum.map_or(loss.clone(), |s| s + loss));
         metrics.correct = Some(metrics.correct.map_or(batch_correct.clone(), |c| c + batch_correct));

@@ -129,6 +129,14 @@ fn check_model(name: ModelName, shape: [usize; 3], device: &Device) -> Vec<ConvN
     methods
 }
 
+/// The largest entry's column of each row of a row-major [rows, CLASSES] matrix.
+fn argmax_rows(logits: &[f32]) -> Vec<usize> {
+    logits
+        .chunks(CLASSES)
+        .map(|row| (0..CLASSES).max_by(|&a, &b| row[a].total_cmp(&row[b])).expect("classes"))
+        .collect()
+}
+
 /// One step over a lot of 7 cut into batches of 5 and 2, the second padded to 4 rows: the clipped
 /// sum over the expected lot size (noise of sigma 0) and the unclipped mean equal the naive loop's,
 /// and the metrics count the 7 real examples only.
@@ -144,8 +152,13 @@ fn check_padded_lot_step(device: &Device) {
     let model = build(spec, shape, CLASSES, &mut rng, device).unwrap();
     let n = 7;
     let pixels: Vec<u8> = (0..n * 256).map(|_| rng.random()).collect();
-    let labels: Vec<u8> = (0..n).map(|_| rng.random_range(0..CLASSES as u8)).collect();
     let normalization = PixelNormalization { mean: vec![0.5], std: vec![0.25] };
+    // Labels the model gets right on even examples and wrong on odd ones, so that the padded
+    // batch ([2, 4] below) starts with a right one: a pad counted like a real row would show.
+    let unlabelled = ImageDataset::new(pixels.clone(), vec![0; n], shape, CLASSES, normalization.clone()).unwrap();
+    let (all, _) = ExampleSource::batch(&unlabelled, &(0..n).collect::<Vec<_>>(), device);
+    let guessed = argmax_rows(&to_host(&model.forward(all, None).unwrap()));
+    let labels: Vec<u8> = (0..n).map(|e| ((guessed[e] + e % 2) % CLASSES) as u8).collect();
     let data = ImageDataset::new(pixels, labels, shape, CLASSES, normalization).unwrap();
     let lot = [6, 0, 3, 5, 1, 2, 4];
     let (x, lot_labels) = ExampleSource::batch(&data, &lot, device);
@@ -183,14 +196,9 @@ fn check_padded_lot_step(device: &Device) {
         }
         let logits = model.forward(Features::Image(x.clone()), None).unwrap();
         let want_loss = to_host(&summed_cross_entropy(logits.clone(), one_hot(&lot_labels, CLASSES, device)))[0];
-        let predicted = to_host(&logits);
-        let want_correct = (0..n)
-            .filter(|&e| {
-                let row = &predicted[e * CLASSES..(e + 1) * CLASSES];
-                let best = (0..CLASSES).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
-                best == usize::from(lot_labels[e])
-            })
-            .count();
+        let predicted = argmax_rows(&to_host(&logits));
+        let want_correct = (0..n).filter(|&e| predicted[e] == usize::from(lot_labels[e])).count();
+        assert_eq!(want_correct, 4, "the even examples are right, the odd ones wrong");
         let (loss, accuracy) = metrics.read().unwrap();
         assert_close(loss, f64::from(want_loss) / n as f64, "mean loss");
         assert_eq!(accuracy, want_correct as f64 / n as f64, "accuracy over the real examples");
