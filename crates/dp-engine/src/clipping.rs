@@ -28,7 +28,8 @@ impl Clipping {
 /// Opacus's guard against division by a zero norm; it keeps every clipped norm strictly below C.
 const NORM_EPSILON: f64 = 1e-6;
 
-fn factors(sq_norms: Tensor<1>, bound: f64) -> Tensor<1> {
+/// The clip factors min(1, bound / ||g_b||) [B] of per-example squared norms [B].
+pub fn clip_factor(sq_norms: Tensor<1>, bound: f64) -> Tensor<1> {
     sq_norms.sqrt().add_scalar(NORM_EPSILON).recip().mul_scalar(bound).clamp_max(1.0)
 }
 
@@ -38,11 +39,11 @@ pub fn clip_factors(layer_sq_norms: Vec<Tensor<1>>, clip_norm: f64, clipping: Cl
     match clipping {
         Clipping::Flat => {
             let total = layer_sq_norms.into_iter().reduce(|a, b| a + b);
-            total.map(|t| vec![factors(t, clip_norm); layers]).unwrap_or_default()
+            total.map(|t| vec![clip_factor(t, clip_norm); layers]).unwrap_or_default()
         }
         Clipping::PerLayer => {
             let bound = clipping.layer_bound(clip_norm, layers);
-            layer_sq_norms.into_iter().map(|n| factors(n, bound)).collect()
+            layer_sq_norms.into_iter().map(|n| clip_factor(n, bound)).collect()
         }
     }
 }

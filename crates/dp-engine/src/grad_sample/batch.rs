@@ -1,0 +1,96 @@
+//! One physical batch through a model of DP layers: the forward pass recorded on the tape, one
+//! backward of the summed loss, then every DP layer's per-example gradients, clipped and summed
+//! into one gradient per parameter (keyed by `ParamId`), as Burn's optimisers take them.
+
+use super::ParamGrad;
+use super::params::ParamTable;
+use super::tape::{LayerGrads, recording};
+use crate::clipping::{Clipping, clip_factor};
+use crate::error::{EngineError, Result};
+use burn::module::ParamId;
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
+
+/// The per-example gradients of one batch, layer by layer.
+pub struct BatchGrads {
+    layers: Vec<LayerGrads>,
+}
+
+/// Clipping of each example's gradient: flat to `clip_norm`, or per DP layer to
+/// clip_norm / sqrt(`layers`) (the model's DP layer count, so that the bound does not depend on
+/// which layers a batch reached).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClipSpec {
+    /// The bound C on each example's whole gradient.
+    pub clip_norm: f64,
+    /// Flat or per layer.
+    pub clipping: Clipping,
+    /// DP layers of the model.
+    pub layers: usize,
+}
+
+impl BatchGrads {
+    /// Runs `forward` with the tape (it returns each example's loss [B] and anything else the
+    /// caller wants back, such as logits), then one backward of the summed loss.
+    pub fn compute<T>(forward: impl FnOnce() -> (Tensor<1>, T)) -> Result<(Self, T)> {
+        let ((losses, extra), tape) = recording(forward)?;
+        if tape.is_empty() {
+            return Err(EngineError::Unsupported("the forward pass went through no DP layer".into()));
+        }
+        let grads = losses.sum().backward();
+        Ok((Self { layers: tape.per_example(&grads) }, extra))
+    }
+
+    /// Each recorded DP layer's parameters, in forward order.
+    pub fn layer_params(&self) -> impl Iterator<Item = &[ParamId]> {
+        self.layers.iter().map(|l| l.params.as_slice())
+    }
+
+    /// Each DP layer's per-example squared norms [B], in forward order.
+    pub fn sq_norms(&mut self) -> Vec<Tensor<1>> {
+        self.layers.iter_mut().map(|l| l.grads.sq_norms()).collect()
+    }
+
+    /// The sum over examples of each example's gradient, clipped as `clip` says (unclipped when
+    /// None), one entry per parameter the batch reached.
+    pub fn clipped_sum(&mut self, clip: Option<ClipSpec>) -> Vec<ParamGrad> {
+        let factors: Vec<Option<Tensor<1>>> = match clip {
+            None => vec![None; self.layers.len()],
+            Some(ClipSpec { clip_norm, clipping: Clipping::Flat, .. }) => {
+                let total = self.sq_norms().into_iter().reduce(|a, b| a + b);
+                let factor = total.map(|t| clip_factor(t, clip_norm));
+                vec![factor; self.layers.len()]
+            }
+            Some(ClipSpec { clip_norm, clipping: Clipping::PerLayer, layers }) => {
+                let bound = Clipping::PerLayer.layer_bound(clip_norm, layers);
+                self.sq_norms().into_iter().map(|n| Some(clip_factor(n, bound))).collect()
+            }
+        };
+        self.layers.iter().zip(&factors).flat_map(|(l, s)| l.grads.weighted_sum(s.as_ref())).collect()
+    }
+}
+
+/// Burn's `GradientsParams` from flat gradients, reshaped to each parameter's shape in `table`.
+pub fn gradients_params(grads: Vec<ParamGrad>, table: &ParamTable) -> Result<GradientsParams> {
+    let mut out = GradientsParams::new();
+    for ParamGrad { id, value } in grads {
+        let info = table.get(id).ok_or_else(|| unknown(id))?;
+        let s = &info.shape;
+        match s.len() {
+            1 => out.register(id, value.reshape([s[0]])),
+            2 => out.register(id, value.reshape([s[0], s[1]])),
+            3 => out.register(id, value.reshape([s[0], s[1], s[2]])),
+            4 => out.register(id, value.reshape([s[0], s[1], s[2], s[3]])),
+            rank => {
+                return Err(EngineError::Unsupported(format!("parameter `{}` has rank {rank}", info.path)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn unknown(id: ParamId) -> EngineError {
+    EngineError::Unsupported(format!(
+        "a DP layer used in the forward pass (parameter {id}) is not part of the model given"
+    ))
+}

@@ -1,0 +1,57 @@
+//! Per-example gradients of ordinary Burn modules built from DP layers (`crate::nn`), without a
+//! per-example loop (docs/ARCHITECTURE.md, "Per-example gradients").
+//!
+//! While [`tape::recording`] runs a user's forward pass, every DP layer records what its
+//! per-example gradients need (its input, detached) and adds a zero "probe" leaf to its output
+//! (Burn 0.22 has no module hooks and no gradients of non-leaf tensors). One backward of the
+//! summed loss then gives dL/dz of every layer for the whole batch, from which each layer's
+//! [`PerExampleGrads`] computes per-example squared norms and (clipped) sums, keyed by the
+//! parameters' `ParamId`s. [`params::ParamTable`] lists a model's parameters and refuses a
+//! parameter that no DP layer owns.
+
+pub mod affine;
+pub mod batch;
+pub mod embedding;
+pub mod params;
+pub mod scale_shift;
+pub mod tape;
+
+use burn::module::ParamId;
+use burn::tensor::Tensor;
+
+/// The summed gradient of one parameter: flat, in the parameter's own (Burn) layout.
+#[derive(Debug, Clone)]
+pub struct ParamGrad {
+    /// Which parameter.
+    pub id: ParamId,
+    /// The gradient, flattened row-major.
+    pub value: Tensor<1>,
+}
+
+/// One DP layer's per-example gradients in one batch, from its record and its output gradient.
+pub trait PerExampleGrads: Send {
+    /// The squared L2 norm of each example's gradient over all of the layer's parameters, [B].
+    fn sq_norms(&mut self) -> Tensor<1>;
+
+    /// The sum over examples of each example's gradient scaled by `factors` [B] (by one when
+    /// None), one entry per parameter of the layer.
+    fn weighted_sum(&self, factors: Option<&Tensor<1>>) -> Vec<ParamGrad>;
+}
+
+/// Sums a tensor over everything but its first dimension: [B, ...] to [B].
+pub fn sum_per_example<const D: usize>(t: Tensor<D>) -> Tensor<1> {
+    let b = t.dims()[0];
+    t.flatten::<2>(1, D - 1).sum_dim(1).reshape([b])
+}
+
+/// Scales each example (the first dimension) of `t` by `factors` [B].
+pub fn scale_examples<const D: usize>(t: Tensor<D>, factors: Option<&Tensor<1>>) -> Tensor<D> {
+    match factors {
+        None => t,
+        Some(s) => {
+            let mut dims = [1; D];
+            dims[0] = s.dims()[0];
+            t * s.clone().reshape(dims)
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The recording of one forward pass. [`recording`] runs a forward pass with a tape active on
+//! this thread; each DP layer's forward calls [`observe`], which (only while recording) keeps the
+//! layer's record and adds a zero probe leaf that requires grad to the layer's output, so that one
+//! backward of the summed loss yields dL/dz of every DP layer for every example at once.
+
+use super::PerExampleGrads;
+use crate::error::{EngineError, Result};
+use burn::module::ParamId;
+use burn::tensor::{Gradients, Tensor};
+use std::cell::RefCell;
+
+/// Turns a DP layer's record into its per-example gradients, given dL/dz flattened to [B, rest].
+pub type Finish = Box<dyn FnOnce(Tensor<2>) -> Box<dyn PerExampleGrads>>;
+
+/// One DP layer's record: its parameters, the probe on its output, and how to finish.
+struct Entry {
+    params: Vec<ParamId>,
+    probe: Tensor<2>,
+    finish: Finish,
+}
+
+/// The records of one forward pass, in forward order.
+#[derive(Default)]
+pub struct Tape {
+    entries: Vec<Entry>,
+    /// Why the forward pass cannot be privatised (the first reason found).
+    refused: Option<String>,
+}
+
+/// One DP layer's per-example gradients, with the parameters they belong to.
+pub struct LayerGrads {
+    /// The layer's parameters, in the order of its [`PerExampleGrads::weighted_sum`].
+    pub params: Vec<ParamId>,
+    /// Its per-example gradients.
+    pub grads: Box<dyn PerExampleGrads>,
+}
+
+thread_local! {
+    static ACTIVE: RefCell<Option<Tape>> = const { RefCell::new(None) };
+}
+
+/// Clears this thread's tape when a recording ends, also when the forward pass panics.
+struct ActiveGuard;
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        ACTIVE.with(|a| a.borrow_mut().take());
+    }
+}
+
+/// Runs `forward` with every DP layer recording; returns its output and the tape. Refused when a
+/// recording is already active on this thread, and when a parameter was used twice.
+pub fn recording<T>(forward: impl FnOnce() -> T) -> Result<(T, Tape)> {
+    ACTIVE.with(|a| {
+        let mut a = a.borrow_mut();
+        if a.is_some() {
+            return Err(EngineError::Unsupported("a forward pass is already being recorded on this thread".into()));
+        }
+        *a = Some(Tape::default());
+        Ok(())
+    })?;
+    let guard = ActiveGuard;
+    let output = forward();
+    let tape = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();
+    drop(guard);
+    if let Some(reason) = tape.refused {
+        return Err(EngineError::Unsupported(reason));
+    }
+    Ok((output, tape))
+}
+
+/// A DP layer's output: while a forward pass is recorded, `output` plus a fresh zero probe, with
+/// the record `record()` builds kept on the tape; otherwise `output` unchanged (no cost).
+/// `layer` names the layer's type and `params` its parameters.
+pub fn observe<const D: usize>(
+    layer: &'static str,
+    params: &[ParamId],
+    output: Tensor<D>,
+    record: impl FnOnce() -> Finish,
+) -> Tensor<D> {
+    ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let Some(tape) = active.as_mut() else { return output };
+        if D < 2 {
+            tape.refused.get_or_insert_with(|| format!("a {layer}'s output has no batch dimension"));
+            return output;
+        }
+        if let Some(id) = tape.entries.iter().flat_map(|e| e.params.iter()).find(|id| params.contains(id)) {
+            tape.refused.get_or_insert_with(|| {
+                format!(
+                    "parameter {id} is used twice in one forward pass (weight sharing; the second use is a \
+                     {layer}): per-example gradients of shared weights are not supported, give each use its own layer"
+                )
+            });
+        }
+        let dims = output.dims();
+        let flat = output.flatten::<2>(1, D - 1);
+        let probe = Tensor::<2>::zeros(flat.dims(), &flat.device().autodiff()).require_grad();
+        tape.entries.push(Entry { params: params.to_vec(), probe: probe.clone(), finish: record() });
+        (flat + probe).reshape(dims)
+    })
+}
+
+impl Tape {
+    /// Number of DP layer calls recorded.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the forward pass went through no DP layer.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Each recorded layer's per-example gradients from the backward pass `grads`; a layer whose
+    /// output does not reach the loss has zero gradients.
+    pub fn per_example(self, grads: &Gradients) -> Vec<LayerGrads> {
+        self.entries
+            .into_iter()
+            .map(|e| {
+                let output_grad = e.probe.grad(grads).map_or_else(|| e.probe.inner().zeros_like(), |g| g.inner());
+                LayerGrads { params: e.params, grads: (e.finish)(output_grad) }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,62 @@
+//! The DP layer normalisation over the last dimension (Ba et al. 2016): per-example by
+//! construction. Per-example gradients of gamma and beta: `grad_sample::scale_shift`, with the
+//! normalised feature as the channel and the other positions of the example summed over.
+
+use crate::grad_sample::scale_shift::ScaleShiftGrads;
+use crate::grad_sample::tape::{Finish, observe};
+use burn::config::Config;
+use burn::module::{Module, Param};
+use burn::tensor::{Device, Tensor};
+
+/// Configuration of a [`DpLayerNorm`].
+#[derive(Config, Debug)]
+pub struct DpLayerNormConfig {
+    /// Size of the normalised (last) dimension.
+    pub d_model: usize,
+    /// Added to the variance.
+    #[config(default = 1e-5)]
+    pub epsilon: f64,
+}
+
+/// LayerNorm with per-example gradients.
+#[derive(Module, Debug)]
+pub struct DpLayerNorm {
+    /// Scale [d].
+    pub gamma: Param<Tensor<1>>,
+    /// Shift [d].
+    pub beta: Param<Tensor<1>>,
+    /// Added to the variance.
+    pub epsilon: f64,
+}
+
+impl DpLayerNormConfig {
+    /// A layer on `device` (gamma = 1, beta = 0).
+    pub fn init(&self, device: &Device) -> DpLayerNorm {
+        DpLayerNorm {
+            gamma: Param::from_tensor(Tensor::ones([self.d_model], device)),
+            beta: Param::from_tensor(Tensor::zeros([self.d_model], device)),
+            epsilon: self.epsilon,
+        }
+    }
+}
+
+impl DpLayerNorm {
+    /// Normalises x [B, ..., d] over its last dimension.
+    pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        let dims = x.dims();
+        let (b, d) = (dims[0], dims[D - 1]);
+        let positions = dims.iter().product::<usize>() / (b * d).max(1);
+        let centered = x.clone() - x.mean_dim(D - 1);
+        let variance = centered.clone().square().mean_dim(D - 1);
+        let normalized = centered / variance.add_scalar(self.epsilon).sqrt();
+        let y = normalized.clone() * self.gamma.val().unsqueeze() + self.beta.val().unsqueeze();
+        let (gamma, beta) = (self.gamma.id, self.beta.id);
+        observe("DpLayerNorm", &[gamma, beta], y, || -> Finish {
+            let xhat = normalized.inner().reshape([b, positions, d]).swap_dims(1, 2);
+            Box::new(move |g: Tensor<2>| {
+                let g = g.reshape([b, positions, d]).swap_dims(1, 2);
+                Box::new(ScaleShiftGrads::new(xhat, g, gamma, beta))
+            })
+        })
+    }
+}
