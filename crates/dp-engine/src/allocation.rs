@@ -1,4 +1,5 @@
-//! How the noise of a DP step is spread over the parameters (docs/ARCHITECTURE.md, "The optimized additive noise mechanism"):
+//! How the noise of a DP step is spread over the parameters (docs/ARCHITECTURE.md, "The optimized
+//! additive noise mechanism"):
 //!
 //! - `Uniform`: sigma = z C everywhere (DP-SGD, DP-LSSGD).
 //! - `Groups` (`--mechanism optimized`, sound): each DP layer g is clipped to C_g = C / sqrt(G)
@@ -9,7 +10,8 @@
 //! - `Sphere` (`--mechanism optimized-paper`): seed 004's Algorithm 1: per-coordinate sigma from
 //!   the solver on the fused device kernel under L2 clipping (one sphere of radius C) and the
 //!   per-step condition tau, w the full-data gradient recomputed every `every` lots. Its true
-//!   noise multiplier is min sigma / C (docs/ARCHITECTURE.md, "The optimized additive noise mechanism").
+//!   noise multiplier is min sigma / C (docs/ARCHITECTURE.md, "The optimized additive noise
+//!   mechanism").
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};

@@ -28,21 +28,27 @@ impl Clipping {
 /// Opacus's guard against division by a zero norm; it keeps every clipped norm strictly below C.
 const NORM_EPSILON: f64 = 1e-6;
 
-/// The clip factors min(1, bound / ||g_b||) [B] of per-example squared norms [B].
-pub fn clip_factor(sq_norms: Tensor<1>, bound: f64) -> Tensor<1> {
+fn clip_factor(sq_norms: Tensor<1>, bound: f64) -> Tensor<1> {
     sq_norms.sqrt().add_scalar(NORM_EPSILON).recip().mul_scalar(bound).clamp_max(1.0)
 }
 
-/// The clip factor [B] of every layer, given each layer's per-example squared norms [B].
-pub fn clip_factors(layer_sq_norms: Vec<Tensor<1>>, clip_norm: f64, clipping: Clipping) -> Vec<Tensor<1>> {
-    let layers = layer_sq_norms.len();
+/// The clip factor [B] of every layer, given each recorded layer's per-example squared norms [B];
+/// per-layer bounds are C / sqrt(`model_layers`), the model's DP layer count (not the layers a
+/// batch reached), so that the bound is the same in every batch.
+pub fn clip_factors(
+    layer_sq_norms: Vec<Tensor<1>>,
+    clip_norm: f64,
+    clipping: Clipping,
+    model_layers: usize,
+) -> Vec<Tensor<1>> {
+    let recorded = layer_sq_norms.len();
     match clipping {
         Clipping::Flat => {
             let total = layer_sq_norms.into_iter().reduce(|a, b| a + b);
-            total.map(|t| vec![clip_factor(t, clip_norm); layers]).unwrap_or_default()
+            total.map(|t| vec![clip_factor(t, clip_norm); recorded]).unwrap_or_default()
         }
         Clipping::PerLayer => {
-            let bound = clipping.layer_bound(clip_norm, layers);
+            let bound = clipping.layer_bound(clip_norm, model_layers);
             layer_sq_norms.into_iter().map(|n| clip_factor(n, bound)).collect()
         }
     }

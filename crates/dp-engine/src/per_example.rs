@@ -8,6 +8,7 @@
 //! materialised [Cout, K] matrices or, when the number of output positions P is small
 //! (P^2 < Cout*K), from the Gram matrices: ||g_b U_b^T||^2 = <g_b^T g_b, U_b^T U_b> ("ghost norm").
 
+use crate::grad_sample::sum_per_example;
 use burn::tensor::Tensor;
 
 /// Which way a convolution's per-example norms are computed.
@@ -51,34 +52,29 @@ pub enum PerExampleGrad {
     },
 }
 
-fn sum_rows<const D: usize>(t: Tensor<D>) -> Tensor<1> {
-    let b = t.dims()[0];
-    t.flatten::<2>(1, D - 1).sum_dim(1).reshape([b])
-}
-
 impl PerExampleGrad {
     /// Squared L2 norm of each example's gradient (weight and bias together), shape [B].
     pub fn sq_norms(&mut self) -> Tensor<1> {
         match self {
             PerExampleGrad::Linear { input, grad } => {
-                let g2 = sum_rows(grad.clone().square());
-                (sum_rows(input.clone().square()).add_scalar(1.0)) * g2
+                let g2 = sum_per_example(grad.clone().square());
+                (sum_per_example(input.clone().square()).add_scalar(1.0)) * g2
             }
             PerExampleGrad::Conv { cols, grad, method, materialized } => {
                 let weight = match method {
                     ConvNormMethod::Materialize => {
                         let per_example = grad.clone().matmul(cols.clone().swap_dims(1, 2));
-                        let norms = sum_rows(per_example.clone().square());
+                        let norms = sum_per_example(per_example.clone().square());
                         *materialized = Some(per_example);
                         norms
                     }
                     ConvNormMethod::Ghost => {
                         let gram_g = grad.clone().swap_dims(1, 2).matmul(grad.clone());
                         let gram_u = cols.clone().swap_dims(1, 2).matmul(cols.clone());
-                        sum_rows(gram_g * gram_u)
+                        sum_per_example(gram_g * gram_u)
                     }
                 };
-                weight + sum_rows(grad.clone().sum_dim(2).square())
+                weight + sum_per_example(grad.clone().sum_dim(2).square())
             }
         }
     }

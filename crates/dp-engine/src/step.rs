@@ -130,7 +130,8 @@ fn summed_gradients(
             Privatizer::None => vec![None; per_example.len()],
             Privatizer::Gaussian { clip_norm, clipping, .. } => {
                 let norms = per_example.iter_mut().map(|p| p.sq_norms()).collect();
-                clip_factors(norms, clip_norm, clipping).into_iter().map(Some).collect()
+                let layers = per_example.len();
+                clip_factors(norms, clip_norm, clipping, layers).into_iter().map(Some).collect()
             }
         };
         for (i, (layer, s)) in per_example.iter().zip(&factors).enumerate() {

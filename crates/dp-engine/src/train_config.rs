@@ -24,7 +24,8 @@ pub enum Mechanism {
     LsSgd,
     /// DP-LSAdam: the smoothed gradient fed to Adam.
     LsAdam,
-    /// The optimized additive noise mechanism, sound (docs/ARCHITECTURE.md, "The optimized additive noise mechanism"): per-layer clipping and a
+    /// The optimized additive noise mechanism, sound (docs/ARCHITECTURE.md, "The optimized additive
+    /// noise mechanism"): per-layer clipping and a
     /// sigma per layer from seed 004's solver at the calibrated noise multiplier.
     Optimized,
     /// Seed 004's Algorithm 1 as written: Eq. 12 budget, corrected tau, per-coordinate sigma from

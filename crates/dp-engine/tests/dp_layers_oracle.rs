@@ -12,6 +12,7 @@ use burn::tensor::activation::{log_softmax, relu, tanh};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use dp_engine::backend;
 use dp_engine::clipping::Clipping;
+use dp_engine::grad_sample::affine::NormMethod;
 use dp_engine::grad_sample::batch::{BatchGrads, ClipSpec, gradients_params};
 use dp_engine::grad_sample::params::{ParamInfo, ParamTable};
 use dp_engine::nn::{
@@ -258,6 +259,9 @@ fn check_all(device: &Device) {
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     let b = 5;
 
+    // conv1: P = 5 x 5 outputs, N = 4, K = 2 x 3 x 3; conv2: P = 5 x 2, N = 6, K = 4 x 2 x 3.
+    assert_eq!(NormMethod::cheapest(25, 4, 18), NormMethod::Materialize);
+    assert_eq!(NormMethod::cheapest(10, 6, 24), NormMethod::Ghost);
     let every = EveryLayer::new(device);
     let x = images(&mut rng, b, [2, 9, 9], device);
     let y = labels(&mut rng, b);

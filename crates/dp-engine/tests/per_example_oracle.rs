@@ -94,7 +94,7 @@ fn check_model(name: ModelName, shape: [usize; 3], device: &Device) -> Vec<ConvN
     sorted.sort_by(f64::total_cmp);
     let clip = sorted[b / 2];
     for clipping in [Clipping::Flat, Clipping::PerLayer] {
-        let factors = clip_factors(norms.clone(), clip, clipping);
+        let factors = clip_factors(norms.clone(), clip, clipping, layers);
         for (l, (layer, s)) in per_example.iter().zip(&factors).enumerate() {
             let s_host = to_host(s);
             // The oracle's factors: min(1, bound / norm) of the naive gradients.

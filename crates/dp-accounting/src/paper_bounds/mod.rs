@@ -1,6 +1,7 @@
 //! The papers' own privacy formulas, implemented as printed (constants explicit) so the engine can
 //! show what each paper claims. Every claim built from them carries the `paper-bound` label: the
-//! proofs contain heuristic steps or unspecified constants (docs/ARCHITECTURE.md, "Mechanisms and what a run may claim").
+//! proofs contain heuristic steps or unspecified constants (docs/ARCHITECTURE.md, "Mechanisms and
+//! what a run may claim").
 
 pub mod dbdp;
 pub mod input_perturbation;

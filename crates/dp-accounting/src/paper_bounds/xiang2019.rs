@@ -1,5 +1,6 @@
 //! Seed 004 (Xiang, Yang, Li): the per-step budget of Eq. 12 and the per-step Gaussian condition
-//! sum_i Delta_i^2 / sigma_i^2 <= tau, as printed and corrected (docs/ARCHITECTURE.md, "The optimized additive noise mechanism").
+//! sum_i Delta_i^2 / sigma_i^2 <= tau, as printed and corrected (docs/ARCHITECTURE.md, "The
+//! optimized additive noise mechanism").
 
 use crate::error::{AccountingError, Result};
 use crate::validate;

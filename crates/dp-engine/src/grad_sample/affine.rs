@@ -77,11 +77,6 @@ impl AffineGrads {
         Self { input, grad, weight, layout, bias, method, materialized: None }
     }
 
-    /// The method chosen for the weight's squared norms.
-    pub fn method(&self) -> NormMethod {
-        self.method
-    }
-
     /// A [B, K] and G [B, N] of a rank-one layer.
     fn rows(&self) -> (Tensor<2>, Tensor<2>) {
         let [b, k, _] = self.input.dims();

@@ -5,7 +5,7 @@
 use super::ParamGrad;
 use super::params::ParamTable;
 use super::tape::{LayerGrads, recording};
-use crate::clipping::{Clipping, clip_factor};
+use crate::clipping::{Clipping, clip_factors};
 use crate::error::{EngineError, Result};
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
@@ -56,14 +56,8 @@ impl BatchGrads {
     pub fn clipped_sum(&mut self, clip: Option<ClipSpec>) -> Vec<ParamGrad> {
         let factors: Vec<Option<Tensor<1>>> = match clip {
             None => vec![None; self.layers.len()],
-            Some(ClipSpec { clip_norm, clipping: Clipping::Flat, .. }) => {
-                let total = self.sq_norms().into_iter().reduce(|a, b| a + b);
-                let factor = total.map(|t| clip_factor(t, clip_norm));
-                vec![factor; self.layers.len()]
-            }
-            Some(ClipSpec { clip_norm, clipping: Clipping::PerLayer, layers }) => {
-                let bound = Clipping::PerLayer.layer_bound(clip_norm, layers);
-                self.sq_norms().into_iter().map(|n| Some(clip_factor(n, bound))).collect()
+            Some(ClipSpec { clip_norm, clipping, layers }) => {
+                clip_factors(self.sq_norms(), clip_norm, clipping, layers).into_iter().map(Some).collect()
             }
         };
         self.layers.iter().zip(&factors).flat_map(|(l, s)| l.grads.weighted_sum(s.as_ref())).collect()
