@@ -60,12 +60,17 @@ fn train_reports_the_contract_keys_and_writes_the_run_folder() {
     assert_eq!(v["guarantee"], "certified");
     let eps = v["epsilon"].as_f64().unwrap();
     assert!(eps <= 3.0 && eps > 2.99, "calibrated run spends its budget: {eps}");
-    for file in ["config.toml", "metrics.jsonl", "checkpoint.json", "report.json"] {
+    for file in ["config.toml", "metrics.jsonl", "checkpoint.bin", "report.json"] {
         assert!(out.join(file).is_file(), "{file} missing");
     }
-    // The resolved config records the calibrated noise multiplier.
+    // The config records the settings and the calibrated noise multiplier they resolve to.
     let config = std::fs::read_to_string(out.join("config.toml")).unwrap();
-    assert!(config.contains("noise_multiplier ="), "{config}");
+    let z = v["noise_multiplier"].as_f64().unwrap();
+    assert!(config.contains("target_epsilon = 3") && config.contains(&format!("resolves to {z}")), "{config}");
+    // Another fresh run into the folder is refused; --overwrite replaces it.
+    one_line_error(&dptrain(&args), "--overwrite");
+    args.push("--overwrite");
+    assert!(dptrain(&args).status.success());
 }
 
 #[test]
@@ -94,8 +99,12 @@ fn train_refuses_bad_input_with_one_line() {
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--normalization", "batch"]].concat()), "GroupNorm");
 }
 
+/// The JSON header of the run's checkpoint.bin (magic, header length, header, records, digest).
 fn checkpoint(out: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(out.join("checkpoint.json")).unwrap()).unwrap()
+    let bytes = std::fs::read(out.join("checkpoint.bin")).unwrap();
+    assert_eq!(&bytes[..8], b"DPTCKPT2");
+    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
+    serde_json::from_slice(&bytes[16..16 + len]).unwrap()
 }
 
 #[test]
@@ -122,13 +131,13 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     assert!(run(&stopped, &["--resume"]).status().unwrap().success());
     let resumed = checkpoint(&stopped);
     assert_eq!(resumed["ledger"], reference["ledger"]);
-    assert_eq!(resumed["params"], reference["params"], "a seeded resumed run ends with the same model");
+    assert_eq!(resumed["values_digest"], reference["values_digest"], "a seeded resumed run ends with the same model");
 
     // Killed at an arbitrary moment (after at least one checkpoint), then resumed.
     let killed = tmp.path().join("killed");
     let mut child = run(&killed, &[]).spawn().unwrap();
     let start = Instant::now();
-    while !killed.join("checkpoint.json").exists() && start.elapsed() < Duration::from_secs(60) {
+    while !killed.join("checkpoint.bin").exists() && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(5));
     }
     child.kill().unwrap();
@@ -136,7 +145,7 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     assert!(run(&killed, &["--resume"]).status().unwrap().success());
     let after_kill = checkpoint(&killed);
     assert_eq!(after_kill["ledger"], reference["ledger"]);
-    assert_eq!(after_kill["params"], reference["params"]);
+    assert_eq!(after_kill["values_digest"], reference["values_digest"]);
 }
 
 #[test]
@@ -188,7 +197,7 @@ fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
         args.extend(["--epochs", "1", "-z", "1.1", "--seed", "4"]);
         args.extend(extra);
         let (report, ckpt) = train_json(args, &out);
-        (report, ckpt["params"].clone())
+        (report, ckpt["values_digest"].clone())
     };
     let (gaussian, gaussian_params) = run("gaussian", &[]);
     let (s_zero, s_zero_params) = run("s0", &["--mechanism", "ls-sgd", "--ls-sigma", "0"]);
@@ -236,7 +245,7 @@ fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_r
     let (optimized, optimized_ckpt) = run("optimized", &["-z", "1.1", "--mechanism", "optimized"]);
     assert_eq!(optimized["guarantee"], "certified");
     assert_eq!(optimized["epsilon"], gaussian["epsilon"]);
-    assert_ne!(optimized_ckpt["params"], gaussian_ckpt["params"]);
+    assert_ne!(optimized_ckpt["values_digest"], gaussian_ckpt["values_digest"]);
     assert!(optimized_ckpt["released"].is_array(), "the allocation state is checkpointed");
     // Stopped and resumed: the average of released gradients comes back with the model.
     let stopped = tmp.path().join("stopped");
@@ -244,7 +253,7 @@ fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_r
     args.extend(["-z", "1.1", "--mechanism", "optimized"]);
     assert!(dptrain(&[args.clone(), vec!["--stop-after", "5"]].concat()).status.success());
     assert!(dptrain(&[args, vec!["--resume"]].concat()).status.success());
-    assert_eq!(checkpoint(&stopped)["params"], optimized_ckpt["params"]);
+    assert_eq!(checkpoint(&stopped)["values_digest"], optimized_ckpt["values_digest"]);
 
     // As written: the paper's epsilon is the budget, its sigma's own epsilon is labelled none.
     let (paper, _) =

@@ -7,7 +7,7 @@ use clap::Args;
 use dp_data::DatasetName;
 use dp_engine::activation::Activation;
 use dp_engine::bench::{BENCHED, BenchConfig, bench};
-use dp_engine::train_config::Mechanism;
+use dp_engine::train_config::MechanismName;
 use dp_engine::zoo::{ModelSpec, Normalization};
 use dp_engine::{DeviceChoice, ModelName};
 use indicatif::ProgressBar;
@@ -89,7 +89,7 @@ fn table1() -> [Workload; 3] {
     ]
 }
 
-fn name(m: Mechanism) -> String {
+fn name(m: MechanismName) -> String {
     serde_json::to_value(m).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
 }
 
@@ -135,7 +135,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let workloads: Vec<_> = rows
             .iter()
             .map(|(w, r)| {
-                let (none, gaussian) = (r.ms(Mechanism::None), r.ms(Mechanism::Gaussian));
+                let (none, gaussian) = (r.ms(MechanismName::None), r.ms(MechanismName::Gaussian));
                 let map = |f: &dyn Fn(f64) -> f64| -> serde_json::Map<String, serde_json::Value> {
                     r.ms_per_lot.iter().map(|(m, t)| (name(*m), json!(f(*t)))).collect()
                 };
@@ -169,17 +169,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
     );
     for (w, r) in &rows {
         let cells: Vec<String> = r.ms_per_lot.iter().map(|(_, t)| format!("{t:>16.2}")).collect();
-        let g = r.ms(Mechanism::Gaussian);
+        let g = r.ms(MechanismName::Gaussian);
         println!(
             "{:<12} {:>6} {:>6}{}   {:>10.3} {:>9.3} {:>11.3} {:>9.3}",
             w.name,
             w.lot_size,
             w.batch_size,
             cells.join(""),
-            g / r.ms(Mechanism::None),
-            r.ms(Mechanism::Optimized) / g,
-            r.ms(Mechanism::OptimizedPaper) / g,
-            r.ms(Mechanism::LsSgd) / g
+            g / r.ms(MechanismName::None),
+            r.ms(MechanismName::Optimized) / g,
+            r.ms(MechanismName::OptimizedPaper) / g,
+            r.ms(MechanismName::LsSgd) / g
         );
     }
     println!(

@@ -6,10 +6,13 @@ use clap::Args;
 use dp_data::DatasetName;
 use dp_engine::activation::Activation;
 use dp_engine::canaries::AuditRequest;
+use dp_engine::checkpoint::checkpoint_path;
 use dp_engine::clipping::Clipping;
+use dp_engine::mechanism;
+use dp_engine::privacy::PrivacySpent;
 use dp_engine::smoothing::SmoothingScope;
-use dp_engine::train_config::{AccountantName, Mechanism, OptimizerName, SamplingName, TrainConfig};
-use dp_engine::trainer::{Event, PrivacySpent, Session, TrainReport, checkpoint_path, train};
+use dp_engine::train_config::{AccountantName, MechanismName, OptimizerName, SamplingName, TrainConfig};
+use dp_engine::trainer::{Event, Session, TrainReport, train};
 use dp_engine::zoo::Normalization;
 use dp_engine::{DeviceChoice, ModelName};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -20,7 +23,8 @@ use std::path::PathBuf;
 ///
 /// Values come from the defaults, then the --config TOML file (keys are the flag names with
 /// underscores: lot_size = 256), then the flags. The run folder (--out-dir) receives config.toml
-/// (resolved), metrics.jsonl, checkpoint.json and report.json.
+/// (the settings), metrics.jsonl, checkpoint.bin (model and optimiser as Burn records, with the
+/// ledger, sampler and noise stream) and report.json.
 ///
 /// Example (Fashion-MNIST from Debian's dataset-fashion-mnist package, epsilon 3):
 ///   dptrain train --model mnist-cnn --epochs 1 --target-epsilon 3 --delta 1e-5
@@ -33,6 +37,10 @@ pub struct TrainArgs {
     /// Continue the run in --out-dir from its checkpoint, with its own settings and ledger.
     #[arg(long)]
     resume: bool,
+
+    /// Start a fresh run in an --out-dir that holds another run, deleting that run's files.
+    #[arg(long, conflicts_with = "resume")]
+    overwrite: bool,
 
     /// Take at most this many steps now, then checkpoint and exit (continue with --resume).
     #[arg(long, value_name = "STEPS")]
@@ -87,8 +95,8 @@ pub struct TrainArgs {
     /// clipping and a sigma per layer, certified), optimized-paper (seed 004's Algorithm 1 as
     /// written: the paper's epsilon, paper-bound, beside the certified reading of its sigma, none)
     /// or none (the unperturbed baseline, no privacy) [default: gaussian].
-    #[arg(long, value_parser = parse::<Mechanism>)]
-    mechanism: Option<Mechanism>,
+    #[arg(long, value_parser = parse::<MechanismName>)]
+    mechanism: Option<MechanismName>,
 
     /// Passes over the training data [default: 1].
     #[arg(long)]
@@ -141,7 +149,7 @@ pub struct TrainArgs {
     #[arg(long, value_parser = parse::<SmoothingScope>)]
     ls_scope: Option<SmoothingScope>,
 
-    /// Optimizer: sgd or adam [default: adam for ls-adam, else sgd].
+    /// Optimizer (burn-optim): sgd, adam or adamw [default: adam for ls-adam, else sgd].
     #[arg(long, value_parser = parse::<OptimizerName>)]
     optimizer: Option<OptimizerName>,
 
@@ -149,9 +157,13 @@ pub struct TrainArgs {
     #[arg(long)]
     learning_rate: Option<f64>,
 
-    /// SGD momentum [default: 0].
+    /// SGD momentum, PyTorch's convention (no dampening) [default: 0].
     #[arg(long)]
     momentum: Option<f64>,
+
+    /// Weight decay: an L2 term for sgd and adam, decoupled for adamw [default: 0].
+    #[arg(long)]
+    weight_decay: Option<f64>,
 
     /// Accountant: rdp (as Opacus/TF Privacy) or prv (tight upper bound) [default: rdp].
     #[arg(long, value_parser = parse::<AccountantName>)]
@@ -208,6 +220,7 @@ impl TrainArgs {
             ls_scope,
             learning_rate,
             momentum,
+            weight_decay,
             accountant,
             checkpoint_every,
             out_dir
@@ -233,12 +246,26 @@ impl TrainArgs {
         if self.target_epsilon.is_some() {
             (config.noise_multiplier, config.target_epsilon) = (None, self.target_epsilon);
         }
-        let smoothed = matches!(config.mechanism, Mechanism::LsSgd | Mechanism::LsAdam);
-        if !smoothed && (self.ls_sigma.is_some() || self.ls_scope.is_some()) {
-            bail!("--ls-sigma and --ls-scope apply to --mechanism ls-sgd or ls-adam only");
-        }
-        if config.mechanism != Mechanism::OptimizedPaper && self.sensitivity_every.is_some() {
-            bail!("--sensitivity-every applies to --mechanism optimized-paper only");
+        let options = mechanism::for_config(&config)?.options();
+        let given = [
+            (
+                "ls_sigma",
+                self.ls_sigma.is_some(),
+                "--ls-sigma and --ls-scope apply to --mechanism ls-sgd or ls-adam only",
+            ),
+            (
+                "ls_scope",
+                self.ls_scope.is_some(),
+                "--ls-sigma and --ls-scope apply to --mechanism ls-sgd or ls-adam only",
+            ),
+            (
+                "sensitivity_every",
+                self.sensitivity_every.is_some(),
+                "--sensitivity-every applies to --mechanism optimized-paper only",
+            ),
+        ];
+        if let Some((_, _, message)) = given.iter().find(|(key, set, _)| *set && !options.contains(key)) {
+            bail!("{message}");
         }
         Ok(config)
     }
@@ -301,7 +328,8 @@ pub fn run(args: TrainArgs) -> Result<()> {
         }
         Event::Step { step, loss, accuracy } => {
             bar.set_position(*step);
-            bar.set_message(format!("loss {loss:.3} train acc {:.1}% {last_privacy}", accuracy * 100.0));
+            let accuracy = accuracy.map_or(String::new(), |a| format!(" train acc {:.1}%", a * 100.0));
+            bar.set_message(format!("loss {loss:.3}{accuracy} {last_privacy}"));
         }
         Event::Evaluated { step, test_accuracy, privacy } => {
             last_privacy = epsilon_text(privacy);
@@ -309,7 +337,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         }
     };
     let audit = args.audit_canaries.map(|canaries| AuditRequest { canaries, confidence: args.audit_confidence });
-    let session = Session { resume: args.resume, stop_after: args.stop_after, audit };
+    let session = Session { resume: args.resume, stop_after: args.stop_after, audit, overwrite: args.overwrite };
     let report = train(config, session, &device, &mut observe)?;
     bar.finish_and_clear();
     print_report(&report, args.json)

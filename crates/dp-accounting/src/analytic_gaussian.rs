@@ -4,7 +4,7 @@
 use crate::accountant::Accountant;
 use crate::error::{AccountingError, Result};
 use crate::ledger::PrivacyLedger;
-use crate::report::{Guarantee, PrivacyReport};
+use crate::report::PrivacyReport;
 use crate::special::log_ndtr;
 use crate::validate;
 
@@ -90,12 +90,12 @@ impl Accountant for AnalyticGaussianAccountant {
             });
         }
         if ledger.is_empty() {
-            return Ok(PrivacyReport::new(0.0, delta, self.name(), Guarantee::Certified));
+            return Ok(PrivacyReport::new(0.0, delta, self.name(), ledger.guarantee()));
         }
         let precision: f64 =
             ledger.entries().iter().map(|e| e.steps as f64 / (e.noise_multiplier * e.noise_multiplier)).sum();
         let z_eff = 1.0 / precision.sqrt();
-        let mut report = PrivacyReport::new(epsilon_for_delta(z_eff, delta)?, delta, self.name(), Guarantee::Certified);
+        let mut report = PrivacyReport::new(epsilon_for_delta(z_eff, delta)?, delta, self.name(), ledger.guarantee());
         report.effective_noise_multiplier = Some(z_eff);
         Ok(report)
     }

@@ -1,33 +1,56 @@
-//! The privacy ledger: every Gaussian step a run has taken, serializable so checkpoints keep it.
+//! The privacy ledger: every Gaussian step a run has taken, with how its lot was sampled (what
+//! happened, apart from how it is accounted), serializable so checkpoints keep it.
 
 use crate::error::Result;
+use crate::report::Guarantee;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 
-/// `steps` applications of the Poisson-subsampled Gaussian mechanism with one noise multiplier and
-/// one sampling rate.
+/// How the examples of a step's lot were chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LotSampling {
+    /// Each example independently with probability q: what the accountants' proofs assume.
+    Poisson,
+    /// Fixed-size lots from shuffled passes: no accountant here covers it, so an epsilon
+    /// computed as if it were Poisson carries no guarantee.
+    Shuffled,
+}
+
+/// `steps` applications of the subsampled Gaussian mechanism with one noise multiplier, one
+/// sampling rate and one way of sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GaussianSteps {
     /// Noise standard deviation divided by the L2 sensitivity (clipping norm).
     pub noise_multiplier: f64,
-    /// Poisson sampling rate q in (0, 1]; 1 means full batch.
+    /// Sampling rate q in (0, 1]; 1 means full batch.
     pub sample_rate: f64,
     /// How many steps used these parameters.
     pub steps: u64,
+    /// How the lots were drawn.
+    pub sampling: LotSampling,
 }
 
 impl GaussianSteps {
-    /// A validated entry.
+    /// A validated entry of Poisson-sampled steps.
     pub fn new(noise_multiplier: f64, sample_rate: f64, steps: u64) -> Result<Self> {
+        Self::sampled(noise_multiplier, sample_rate, steps, LotSampling::Poisson)
+    }
+
+    /// A validated entry of steps whose lots were drawn by `sampling`.
+    pub fn sampled(noise_multiplier: f64, sample_rate: f64, steps: u64, sampling: LotSampling) -> Result<Self> {
         Ok(Self {
             noise_multiplier: validate::noise_multiplier(noise_multiplier)?,
             sample_rate: validate::sample_rate(sample_rate)?,
             steps: validate::steps(steps)?,
+            sampling,
         })
     }
 
     fn same_mechanism(&self, other: &Self) -> bool {
-        self.noise_multiplier == other.noise_multiplier && self.sample_rate == other.sample_rate
+        self.noise_multiplier == other.noise_multiplier
+            && self.sample_rate == other.sample_rate
+            && self.sampling == other.sampling
     }
 }
 
@@ -51,7 +74,7 @@ impl TryFrom<LedgerOnDisk> for PrivacyLedger {
     fn try_from(raw: LedgerOnDisk) -> Result<Self> {
         let mut ledger = PrivacyLedger::new();
         for e in raw.entries {
-            ledger.record(e.noise_multiplier, e.sample_rate, e.steps)?;
+            ledger.record_entry(GaussianSteps::sampled(e.noise_multiplier, e.sample_rate, e.steps, e.sampling)?);
         }
         Ok(ledger)
     }
@@ -76,14 +99,28 @@ impl PrivacyLedger {
         Ok(l)
     }
 
-    /// Records `steps` more steps; consecutive steps of the same mechanism share one entry.
+    /// Records `steps` more Poisson-sampled steps.
     pub fn record(&mut self, noise_multiplier: f64, sample_rate: f64, steps: u64) -> Result<()> {
-        let entry = GaussianSteps::new(noise_multiplier, sample_rate, steps)?;
+        self.record_entry(GaussianSteps::new(noise_multiplier, sample_rate, steps)?);
+        Ok(())
+    }
+
+    /// Records an entry; consecutive steps of the same mechanism share one entry.
+    pub fn record_entry(&mut self, entry: GaussianSteps) {
         match self.entries.last_mut() {
             Some(last) if last.same_mechanism(&entry) => last.steps += entry.steps,
             _ => self.entries.push(entry),
         }
-        Ok(())
+    }
+
+    /// The label a sound accountant's epsilon for this ledger earns: certified when every lot
+    /// was Poisson-sampled, none when some were not (the proofs assume Poisson sampling).
+    pub fn guarantee(&self) -> Guarantee {
+        if self.entries.iter().all(|e| e.sampling == LotSampling::Poisson) {
+            Guarantee::Certified
+        } else {
+            Guarantee::None
+        }
     }
 
     /// The entries in the order they were recorded.
@@ -138,9 +175,22 @@ mod tests {
         let json = serde_json::to_string(&l).unwrap();
         let back: PrivacyLedger = serde_json::from_str(&json).unwrap();
         assert_eq!(l, back);
-        let bad = r#"{"entries":[{"noise_multiplier":1.0,"sample_rate":1.5,"steps":3}]}"#;
+        let bad = r#"{"entries":[{"noise_multiplier":1.0,"sample_rate":1.5,"steps":3,"sampling":"poisson"}]}"#;
         let err = serde_json::from_str::<PrivacyLedger>(bad).unwrap_err().to_string();
         assert!(err.contains("sample rate"), "{err}");
+    }
+
+    #[test]
+    fn a_shuffled_step_takes_the_certificate_away() {
+        let mut l = PrivacyLedger::homogeneous(1.0, 0.01, 10).unwrap();
+        assert_eq!(l.guarantee(), Guarantee::Certified);
+        l.record_entry(GaussianSteps::sampled(1.0, 0.01, 1, LotSampling::Shuffled).unwrap());
+        assert_eq!(l.entries().len(), 2, "a shuffled step is another mechanism");
+        assert_eq!(l.guarantee(), Guarantee::None);
+        let report = crate::RdpAccountant::default();
+        let r = crate::Accountant::epsilon(&report, &l, 1e-5).unwrap();
+        assert_eq!(r.guarantee, Guarantee::None);
+        assert!(r.epsilon > 0.0);
     }
 
     #[test]

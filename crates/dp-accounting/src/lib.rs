@@ -31,7 +31,7 @@ pub use accountant::Accountant;
 pub use analytic_gaussian::AnalyticGaussianAccountant;
 pub use calibrate::{Calibration, calibrate_noise_multiplier};
 pub use error::{AccountingError, Result};
-pub use ledger::{GaussianSteps, PrivacyLedger};
+pub use ledger::{GaussianSteps, LotSampling, PrivacyLedger};
 pub use prv::PrvAccountant;
 pub use rdp::Conversion;
 pub use rdp_accountant::{OrderGrid, RdpAccountant};

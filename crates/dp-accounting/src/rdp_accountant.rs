@@ -4,7 +4,7 @@ use crate::accountant::Accountant;
 use crate::error::{AccountingError, Result};
 use crate::ledger::PrivacyLedger;
 use crate::rdp::{Conversion, extended_orders, standard_orders, subsampled_gaussian_rdp};
-use crate::report::{Guarantee, PrivacyReport};
+use crate::report::PrivacyReport;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 
@@ -86,13 +86,13 @@ impl Accountant for RdpAccountant {
     fn epsilon(&self, ledger: &PrivacyLedger, delta: f64) -> Result<PrivacyReport> {
         let delta = validate::delta(delta)?;
         if ledger.is_empty() {
-            return Ok(PrivacyReport::new(0.0, delta, self.name(), Guarantee::Certified));
+            return Ok(PrivacyReport::new(0.0, delta, self.name(), ledger.guarantee()));
         }
         let curve = self.rdp_curve(ledger)?;
         let (epsilon, idx) = self
             .best(&curve, delta)
             .ok_or_else(|| AccountingError::Numerical("the RDP is infinite at every order".to_string()))?;
-        let mut report = PrivacyReport::new(epsilon, delta, self.name(), Guarantee::Certified);
+        let mut report = PrivacyReport::new(epsilon, delta, self.name(), ledger.guarantee());
         report.optimal_order = Some(self.orders[idx]);
         report.optimal_order_at_grid_edge = Some(idx == 0 || idx + 1 == self.orders.len());
         report.conversion = Some(format!("{} ({:?} grid)", self.conversion.name(), self.grid).to_lowercase());
@@ -103,6 +103,7 @@ impl Accountant for RdpAccountant {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Guarantee;
 
     #[test]
     fn empty_ledger_spends_nothing() {

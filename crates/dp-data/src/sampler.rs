@@ -65,6 +65,11 @@ impl LotSampler {
         self.sampling
     }
 
+    /// The number of examples N lots are drawn from.
+    pub fn population(&self) -> usize {
+        self.n
+    }
+
     /// The next lot's example indices, in increasing order for Poisson lots.
     pub fn next_lot(&mut self) -> Vec<usize> {
         let mut rng = self.rng.restore();

@@ -1,7 +1,7 @@
 //! Element-wise activations. Tanh is the "tempered sigmoid" that Papernot et al. (2021) found
 //! better than ReLU under DP-SGD: bounded activations keep gradient norms, and so clipping, tame.
 
-use crate::features::Features;
+use burn::tensor::Tensor;
 use burn::tensor::activation::{relu, tanh};
 use serde::{Deserialize, Serialize};
 
@@ -17,10 +17,10 @@ pub enum Activation {
 
 impl Activation {
     /// Applies the activation.
-    pub fn apply(self, x: Features) -> Features {
+    pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
         match self {
-            Activation::Tanh => x.map(tanh, tanh),
-            Activation::Relu => x.map(relu, relu),
+            Activation::Tanh => tanh(x),
+            Activation::Relu => relu(x),
         }
     }
 }

@@ -13,10 +13,9 @@
 //!   noise multiplier is min sigma / C (docs/ARCHITECTURE.md, "The optimized additive noise
 //!   mechanism").
 
-use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
-use crate::tensor_io::{HostMatrix, matrices_to_host, to_host};
-use crate::train_config::Mechanism;
+use crate::grad_sample::params::ParamTable;
+use crate::tensor_io::to_host;
 use burn::tensor::Tensor;
 use dp_kernels::sigma_solver::{Block, SolverSchedule, solve};
 use dp_kernels::{NoiseScale, sphere_sigma};
@@ -39,14 +38,14 @@ pub enum NoiseAllocation {
         /// Clipping bound C.
         clip_norm: f64,
     },
-    /// One sigma per DP layer (weight and bias), the sound optimized mechanism.
+    /// One sigma per DP layer (all its parameters), the sound optimized mechanism.
     Groups {
         /// The calibrated noise multiplier z the step must match.
         noise_multiplier: f64,
         /// Per-layer clipping bounds C_g.
         bounds: Vec<f64>,
-        /// Average of the released noisy gradients (None before the first release).
-        released: Option<Vec<Tensor<2>>>,
+        /// Average of the released noisy gradients, per parameter (None before the first release).
+        released: Option<Vec<Tensor<1>>>,
     },
     /// One sigma per coordinate from the paper's solver.
     Sphere {
@@ -65,7 +64,7 @@ pub enum NoiseAllocation {
 /// records for it.
 #[derive(Debug, Clone)]
 pub struct StepNoise {
-    /// Per parameter tensor, in the model's order.
+    /// Per parameter, in the order of the model's `ParamTable`.
     pub scales: Vec<NoiseScale>,
     /// The step's noise multiplier (z for uniform and groups; min sigma / C for the sphere).
     pub noise_multiplier: f64,
@@ -79,60 +78,40 @@ fn f32_at_least(x: f64) -> f32 {
 }
 
 impl NoiseAllocation {
-    /// The allocation `mechanism` uses at noise multiplier `z` and clipping bound `clip_norm` over
-    /// `layers` DP layers: groups for optimized (resuming `released` when there is one), the
-    /// sphere for optimized-paper (tau = 1 / z^2, w every `every` lots), uniform otherwise.
-    pub fn for_mechanism(
-        mechanism: Mechanism,
-        z: f64,
-        clip_norm: f64,
-        layers: usize,
-        every: u64,
-        released: Option<Vec<Tensor<2>>>,
-    ) -> Self {
-        match mechanism {
-            Mechanism::Optimized => NoiseAllocation::Groups {
-                noise_multiplier: z,
-                bounds: vec![Clipping::PerLayer.layer_bound(clip_norm, layers); layers],
-                released,
-            },
-            Mechanism::OptimizedPaper => {
-                NoiseAllocation::Sphere { alpha: clip_norm, tau: 1.0 / (z * z), every, current: None }
-            }
-            _ => NoiseAllocation::Uniform { noise_multiplier: z, clip_norm },
-        }
-    }
-
-    /// The noise of step `step`; `params` gives the tensor shapes; `sensitivity` computes the
-    /// full-data gradient when the sphere needs a new w.
+    /// The noise of step `step` for the parameters of `table`; `sensitivity` computes the
+    /// full-data gradient (one tensor per parameter) when the sphere needs a new w.
     pub fn step_noise(
         &mut self,
         step: u64,
-        params: &[Tensor<2>],
-        sensitivity: &mut dyn FnMut() -> Result<Vec<Tensor<2>>>,
+        table: &ParamTable,
+        sensitivity: &mut dyn FnMut() -> Result<Vec<Tensor<1>>>,
     ) -> Result<StepNoise> {
+        let params = table.params();
         match self {
             NoiseAllocation::Uniform { noise_multiplier, clip_norm } => Ok(StepNoise {
                 scales: vec![NoiseScale::Uniform(f32_at_least(*noise_multiplier * *clip_norm)); params.len()],
                 noise_multiplier: *noise_multiplier,
             }),
             NoiseAllocation::Groups { noise_multiplier, bounds, released } => {
-                let weights: Vec<f64> = match released {
+                let mut weights = vec![0.0; table.layers().len()];
+                match released {
                     // One read from the device: sum |w| of every tensor, then per layer.
                     Some(avg) => {
                         let sums = Tensor::cat(avg.iter().map(|t| t.clone().abs().sum()).collect(), 0);
-                        to_host(&sums).chunks(2).map(|l| l.iter().map(|&x| f64::from(x)).sum()).collect()
+                        for (p, s) in params.iter().zip(to_host(&sums)) {
+                            weights[p.layer] += f64::from(s);
+                        }
                     }
-                    None => params.chunks(2).map(|l| l.iter().map(|t| t.shape().num_elements() as f64).sum()).collect(),
-                };
+                    None => params.iter().for_each(|p| weights[p.layer] += p.len() as f64),
+                }
                 let sigma = group_sigmas(&weights, bounds, *noise_multiplier)?;
-                let scales = sigma.iter().flat_map(|&s| [NoiseScale::Uniform(s), NoiseScale::Uniform(s)]).collect();
+                let scales = params.iter().map(|p| NoiseScale::Uniform(sigma[p.layer])).collect();
                 Ok(StepNoise { scales, noise_multiplier: *noise_multiplier })
             }
             NoiseAllocation::Sphere { alpha, tau, every, current } => {
                 if current.is_none() || step % *every == 0 {
                     let w = sensitivity()?;
-                    let flat = Tensor::cat(w.into_iter().map(|t| t.abs().flatten::<1>(0, 1)).collect(), 0);
+                    let flat = Tensor::cat(w.into_iter().map(|t| t.abs()).collect(), 0);
                     let sigma = sphere_sigma(flat, *alpha, *tau, &SolverSchedule::default())
                         .map_err(EngineError::Unsupported)?;
                     let least = f64::from(sigma.clone().min().into_scalar::<f32>());
@@ -143,7 +122,7 @@ impl NoiseAllocation {
                     let per_tensor = params
                         .iter()
                         .map(|p| {
-                            let n = p.shape().num_elements();
+                            let n = p.len();
                             start += n;
                             sigma.clone().slice(start - n..start)
                         })
@@ -160,7 +139,7 @@ impl NoiseAllocation {
     }
 
     /// Takes in the step's released (noisy, averaged) gradient.
-    pub fn observe(&mut self, released: &[Tensor<2>]) {
+    pub fn observe(&mut self, released: &[Tensor<1>]) {
         if let NoiseAllocation::Groups { released: avg, .. } = self {
             *avg = Some(match avg.take() {
                 None => released.to_vec(),
@@ -174,9 +153,9 @@ impl NoiseAllocation {
     }
 
     /// The average of released gradients, for checkpoints (groups only).
-    pub fn released(&self) -> Option<Vec<HostMatrix>> {
+    pub fn released(&self) -> Option<&[Tensor<1>]> {
         match self {
-            NoiseAllocation::Groups { released: Some(avg), .. } => Some(matrices_to_host(avg)),
+            NoiseAllocation::Groups { released: Some(avg), .. } => Some(avg),
             _ => None,
         }
     }

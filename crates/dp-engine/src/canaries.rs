@@ -15,7 +15,7 @@
 //! added over the steps.
 
 use crate::error::{EngineError, Result};
-use crate::tensor_io::{matrix, to_host};
+use crate::tensor_io::{to_host, vector};
 use burn::tensor::Tensor;
 use dp_accounting::audit::guesses::{OneRunBound, one_run_bound};
 use dp_data::rng_state::ChaChaState;
@@ -85,18 +85,17 @@ impl WhiteBoxCanaries {
     }
 
     /// `count` canaries of a run sampled at `rate`, placed under the noise `scales` of a step of
-    /// the model with parameters `params`, whose every tensor is clipped to `bound`.
+    /// a model whose parameters have `sizes` scalars, every one clipped to `bound`.
     pub fn for_run(
         count: usize,
         rate: f64,
         seed: Option<u64>,
         scales: &[NoiseScale],
-        params: &[Tensor<2>],
+        sizes: &[usize],
         bound: f64,
     ) -> Result<Self> {
         let mut canaries = Self::new(count, rate, seed)?;
-        let sizes: Vec<usize> = params.iter().map(|p| p.shape().num_elements()).collect();
-        canaries.place(scales, &sizes, &vec![bound; sizes.len()])?;
+        canaries.place(scales, sizes, &vec![bound; sizes.len()])?;
         Ok(canaries)
     }
 
@@ -137,7 +136,7 @@ impl WhiteBoxCanaries {
     }
 
     /// The mean gradient `w` over `n` records with the included canaries added as records.
-    pub fn add_to_mean(&self, w: Vec<Tensor<2>>, n: usize) -> Vec<Tensor<2>> {
+    pub fn add_to_mean(&self, w: Vec<Tensor<1>>, n: usize) -> Vec<Tensor<1>> {
         if self.placement.is_empty() {
             return w;
         }
@@ -159,18 +158,18 @@ impl WhiteBoxCanaries {
 
     /// Per tensor, the host-built tensor holding each given canary's value at its coordinate
     /// (None where no canary falls).
-    fn deltas(&self, like: &[Tensor<2>], placements: impl Iterator<Item = Placement>) -> Vec<Option<Tensor<2>>> {
+    fn deltas(&self, like: &[Tensor<1>], placements: impl Iterator<Item = Placement>) -> Vec<Option<Tensor<1>>> {
         let mut host: Vec<Option<Vec<f32>>> = vec![None; like.len()];
         for p in placements {
             let n = like[p.tensor].shape().num_elements();
             host[p.tensor].get_or_insert_with(|| vec![0.0; n])[p.index] += p.value as f32;
         }
-        host.into_iter().zip(like).map(|(h, t)| h.map(|v| matrix(v, t.dims(), &t.device()))).collect()
+        host.into_iter().zip(like).map(|(h, t)| h.map(|v| vector(v, &t.device()))).collect()
     }
 
     /// Adds the canaries that are in and drawn into this lot to the clipped sums, after noting
     /// the other records' sum at every canary's coordinate.
-    pub fn inject(&mut self, sums: &mut [Tensor<2>]) -> Result<()> {
+    pub fn inject(&mut self, sums: &mut [Tensor<1>]) -> Result<()> {
         if self.placement.is_empty() {
             return Err(EngineError::invalid("audit canaries", "not placed before the first step"));
         }
@@ -189,7 +188,7 @@ impl WhiteBoxCanaries {
     }
 
     /// Scores the step from its released `noisy` tensors ((sum + noise) * `scale`) and `scales`.
-    pub fn observe(&mut self, noisy: &[Tensor<2>], scales: &[NoiseScale], scale: f32) -> Result<()> {
+    pub fn observe(&mut self, noisy: &[Tensor<1>], scales: &[NoiseScale], scale: f32) -> Result<()> {
         if self.pending.len() != self.placement.len() {
             return Err(EngineError::invalid("audit canaries", "a release observed without an injection"));
         }
@@ -207,7 +206,7 @@ impl WhiteBoxCanaries {
     }
 
     /// The host values of the tensors that hold a canary (empty for the others).
-    fn read(&self, tensors: &[Tensor<2>]) -> Vec<Vec<f64>> {
+    fn read(&self, tensors: &[Tensor<1>]) -> Vec<Vec<f64>> {
         let mut host = vec![Vec::new(); tensors.len()];
         for p in &self.placement {
             if host[p.tensor].is_empty() {
@@ -292,11 +291,11 @@ mod tests {
         let other: Vec<f32> = (0..8).map(|i| i as f32 - 3.0).collect();
         let noise: Vec<f32> = vec![0.3, -0.2, 0.9, -1.1, 0.05, 0.4, 7.0, -7.0];
         let scale = 0.25f32;
-        let mut sums = vec![matrix(other.clone(), [2, 4], &device)];
+        let mut sums = vec![vector(other.clone(), &device)];
         c.inject(&mut sums).unwrap();
         let injected = to_host(&sums[0]);
         let released: Vec<f32> = injected.iter().zip(&noise).map(|(s, z)| (s + z) * scale).collect();
-        c.observe(&[matrix(released, [2, 4], &device)], &scales, scale).unwrap();
+        c.observe(&[vector(released, &device)], &scales, scale).unwrap();
         for i in 0..m {
             let v = if c.included()[i] { 2.0 } else { 0.0 };
             assert_eq!(f64::from(injected[i] - other[i]), v, "canary {i} injected");

@@ -1,5 +1,5 @@
-//! The training loss: cross-entropy summed over the batch (not averaged), so that the gradient
-//! reaching each layer's probe is each example's own gradient.
+//! Per-example cross-entropy and correctness of a classifier's logits: the DP step differentiates
+//! the sum of per-example losses, so that the gradient reaching each layer is each example's own.
 
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
@@ -13,15 +13,16 @@ pub fn one_hot(labels: &[u8], classes: usize, device: &Device) -> Tensor<2> {
     Tensor::from_data(TensorData::new(values, [labels.len(), classes]), device)
 }
 
-/// Sum over the batch of -log softmax(logits)[label].
-pub fn summed_cross_entropy(logits: Tensor<2>, one_hot: Tensor<2>) -> Tensor<1> {
-    (log_softmax(logits, 1) * one_hot).sum().neg()
+/// Each example's -log softmax(logits)[label], [B].
+pub fn cross_entropy(logits: Tensor<2>, one_hot: Tensor<2>) -> Tensor<1> {
+    let b = logits.dims()[0];
+    (log_softmax(logits, 1) * one_hot).sum_dim(1).reshape([b]).neg()
 }
 
-/// How many rows of `logits` put their largest value on the label (as a device scalar).
-pub fn correct(logits: Tensor<2>, labels: &[u8], device: &Device) -> Tensor<1, Int> {
+/// 1 where a row of `logits` puts its largest value on the label, else 0, [B].
+pub fn correct(logits: Tensor<2>, labels: &[u8], device: &Device) -> Tensor<1> {
     let b = labels.len();
     let labels: Vec<i64> = labels.iter().map(|&l| i64::from(l)).collect();
     let labels = Tensor::<1, Int>::from_data(TensorData::new(labels, [b]), device);
-    logits.argmax(1).reshape([b]).equal(labels).int().sum()
+    logits.argmax(1).reshape([b]).equal(labels).float()
 }

@@ -29,6 +29,26 @@ impl GaussianNoise {
         Self { state }
     }
 
+    /// A stream resumed from `state` after `releases` releases of tensors of `sizes` scalars,
+    /// refused unless it is the noise stream at exactly that position (and, for a run with
+    /// `seed`, the seed's key): a tampered position could replay noise already used.
+    pub fn resumed(state: ChaChaState, seed: Option<u64>, releases: u64, sizes: &[usize]) -> Result<Self> {
+        let fresh = ChaChaState::new(seed, NOISE_STREAM);
+        let per_release: u64 = sizes.iter().map(|&n| blocks_for(n)).sum();
+        let expected = releases.checked_mul(per_release);
+        if state.stream() != NOISE_STREAM || Some(state.next_block()) != expected {
+            return Err(EngineError::Privacy(format!(
+                "the noise stream is at block {} of stream {}, not where {releases} steps leave it",
+                state.next_block(),
+                state.stream()
+            )));
+        }
+        if seed.is_some() && state.key_words() != fresh.key_words() {
+            return Err(EngineError::Privacy("the noise stream's key is not the seed's".into()));
+        }
+        Ok(Self { state })
+    }
+
     /// The stream's position.
     pub fn state(&self) -> &ChaChaState {
         &self.state

@@ -5,17 +5,17 @@ use crate::activation::Activation;
 use crate::backend::DeviceChoice;
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
-use crate::smoothing::{Smoothing, SmoothingScope};
+use crate::mechanism::Mechanism;
+use crate::smoothing::SmoothingScope;
 use crate::zoo::{ModelName, Normalization};
 use dp_data::DatasetName;
-use dp_kernels::LaplacianSmoothing;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// How the lot's gradient is privatised.
+/// How the lot's gradient is privatised: the names of `crate::mechanism`'s implementations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Mechanism {
+pub enum MechanismName {
     /// No clipping, no noise: the unperturbed baseline (no privacy).
     None,
     /// DP-SGD / DP-Adam: per-example clipping and Gaussian noise.
@@ -33,32 +33,16 @@ pub enum Mechanism {
     OptimizedPaper,
 }
 
-impl Mechanism {
-    /// True for the mechanisms that clip and add noise (all but `none`).
-    pub fn is_private(self) -> bool {
-        self != Mechanism::None
-    }
-
-    /// The clipping a mechanism implies when none is given: per-layer for optimized (its groups),
-    /// else flat.
-    pub fn default_clipping(self) -> Clipping {
-        if self == Mechanism::Optimized { Clipping::PerLayer } else { Clipping::Flat }
-    }
-
-    /// The update rule a mechanism implies when none is given: Adam for ls-adam, else SGD.
-    fn default_optimizer(self) -> OptimizerName {
-        if self == Mechanism::LsAdam { OptimizerName::Adam } else { OptimizerName::Sgd }
-    }
-}
-
 /// Update rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OptimizerName {
     /// SGD with (heavy-ball) momentum.
     Sgd,
-    /// Adam.
+    /// Adam (Kingma & Ba), weight decay added to the gradient.
     Adam,
+    /// AdamW (Loshchilov & Hutter): decoupled weight decay.
+    Adamw,
 }
 
 /// How lots are drawn.
@@ -100,7 +84,7 @@ pub struct TrainConfig {
     /// Device.
     pub device: DeviceChoice,
     /// Privacy mechanism.
-    pub mechanism: Mechanism,
+    pub mechanism: MechanismName,
     /// Passes over the data (steps = round(epochs * N / lot_size)).
     pub epochs: f64,
     /// Expected examples per lot L (the sampling rate is q = L / N).
@@ -129,8 +113,10 @@ pub struct TrainConfig {
     pub optimizer: Option<OptimizerName>,
     /// Learning rate.
     pub learning_rate: f64,
-    /// SGD momentum.
+    /// SGD momentum (PyTorch's convention: no dampening).
     pub momentum: f64,
+    /// Weight decay (L2 for SGD and Adam, decoupled for AdamW).
+    pub weight_decay: f64,
     /// Accountant.
     pub accountant: AccountantName,
     /// Seed for a reproducible run (sampling, noise and initialisation); None keys from the OS.
@@ -151,7 +137,7 @@ impl Default for TrainConfig {
             hidden: None,
             normalization: Normalization::None,
             device: DeviceChoice::Auto,
-            mechanism: Mechanism::Gaussian,
+            mechanism: MechanismName::Gaussian,
             epochs: 1.0,
             lot_size: 256,
             batch_size: 256,
@@ -167,6 +153,7 @@ impl Default for TrainConfig {
             optimizer: None,
             learning_rate: 0.5,
             momentum: 0.0,
+            weight_decay: 0.0,
             accountant: AccountantName::Rdp,
             seed: None,
             checkpoint_every: 200,
@@ -180,8 +167,9 @@ fn positive(name: &'static str, v: f64) -> Result<()> {
 }
 
 impl TrainConfig {
-    /// Checks the values that do not depend on the data.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks the values that do not depend on the data, and what `mechanism` (the one this
+    /// configuration names) needs.
+    pub fn validate(&self, mechanism: &dyn Mechanism) -> Result<()> {
         positive("epochs", self.epochs)?;
         positive("learning rate", self.learning_rate)?;
         if self.lot_size == 0 {
@@ -190,41 +178,17 @@ impl TrainConfig {
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
         }
-        self.smoothing()?;
-        if self.sensitivity_every == 0 {
-            return Err(EngineError::invalid("sensitivity-every", "must be at least 1"));
+        if !(0.0..1.0).contains(&self.momentum) {
+            return Err(EngineError::invalid("momentum", format!("{} is not in [0, 1)", self.momentum)));
         }
-        match (self.mechanism, self.clipping()) {
-            (Mechanism::Optimized, Clipping::Flat) => {
-                return Err(EngineError::invalid(
-                    "clipping",
-                    "optimized earns its per-layer noise from per-layer clipping; flat clipping would make it plain DP-SGD",
-                ));
-            }
-            (Mechanism::OptimizedPaper, Clipping::PerLayer) => {
-                return Err(EngineError::invalid(
-                    "clipping",
-                    "optimized-paper is seed 004 as written: flat L2 clipping",
-                ));
-            }
-            _ => {}
-        }
-        if self.mechanism == Mechanism::OptimizedPaper && self.target_epsilon.is_none() {
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
             return Err(EngineError::invalid(
-                "privacy",
-                "optimized-paper derives its noise from the budget (Eq. 12): give --target-epsilon, not --noise-multiplier",
+                "weight decay",
+                format!("{} is not a non-negative number", self.weight_decay),
             ));
         }
-        match (self.mechanism, self.optimizer) {
-            (Mechanism::LsAdam, Some(OptimizerName::Sgd)) => {
-                return Err(EngineError::invalid("optimizer", "ls-adam is DP-LSAdam; use --mechanism ls-sgd for SGD"));
-            }
-            (Mechanism::LsSgd, Some(OptimizerName::Adam)) => {
-                return Err(EngineError::invalid("optimizer", "ls-sgd is DP-LSSGD; use --mechanism ls-adam for Adam"));
-            }
-            _ => {}
-        }
-        if self.mechanism.is_private() {
+        mechanism.validate(self, self.clipping(mechanism))?;
+        if mechanism.is_private() {
             positive("clip norm", self.clip_norm)?;
             if !(self.delta > 0.0 && self.delta < 1.0) {
                 return Err(EngineError::invalid("delta", format!("{} is not in (0, 1)", self.delta)));
@@ -249,26 +213,14 @@ impl TrainConfig {
         Ok(())
     }
 
-    /// The clipping used: the one given, or per-layer for optimized and flat otherwise.
-    pub fn clipping(&self) -> Clipping {
-        self.clipping.unwrap_or(self.mechanism.default_clipping())
+    /// The clipping used: the one given, or the mechanism's default.
+    pub fn clipping(&self, mechanism: &dyn Mechanism) -> Clipping {
+        self.clipping.unwrap_or(mechanism.default_clipping())
     }
 
     /// The update rule used: the one given, or the mechanism's default.
-    pub fn optimizer(&self) -> OptimizerName {
-        self.optimizer.unwrap_or(self.mechanism.default_optimizer())
-    }
-
-    /// The Laplacian smoothing of ls-sgd / ls-adam (None for the other mechanisms).
-    pub fn smoothing(&self) -> Result<Option<Smoothing>> {
-        match self.mechanism {
-            Mechanism::LsSgd | Mechanism::LsAdam => {
-                let operator =
-                    LaplacianSmoothing::new(self.ls_sigma).map_err(|e| EngineError::invalid("ls-sigma", e))?;
-                Ok(Some(Smoothing { operator, scope: self.ls_scope }))
-            }
-            Mechanism::None | Mechanism::Gaussian | Mechanism::Optimized | Mechanism::OptimizedPaper => Ok(None),
-        }
+    pub fn optimizer(&self, mechanism: &dyn Mechanism) -> OptimizerName {
+        self.optimizer.unwrap_or(mechanism.default_optimizer())
     }
 
     /// Planned steps for a training set of `n` examples.

@@ -1,22 +1,33 @@
-//! The training loop: data, model, privacy calibration, DP steps recorded in a ledger that can
-//! never exceed the planned (and budgeted) steps, evaluation, metrics, checkpoints and resume.
+//! `dptrain train`: a zoo model on an image dataset, trained by the DP step (or, for the
+//! baseline, by plain Burn training) with a burn-optim optimiser, the privacy ledger recorded by
+//! the step itself, evaluation, metrics, checkpoints and resume. The run is set up in named
+//! pieces: [`plan`] (steps, noise multiplier, budget check), the run folder, a fresh start or
+//! [`resume`] (every privacy-relevant field of the checkpoint checked against the run), canary
+//! placement, then the loop.
 
-use crate::allocation::NoiseAllocation;
+use crate::allocation::StepNoise;
 use crate::backend::SelectedDevice;
 use crate::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
-use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint, write_atomic};
+use crate::checkpoint::{Checkpoint, Header, checkpoint_path, sha256_hex, values_digest, write_atomic};
+use crate::classifier::{CrossEntropyLots, evaluate};
+use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
-use crate::features::Features;
-use crate::loss::correct;
-use crate::model::Model;
+use crate::grad_sample::params::ParamTable;
+use crate::mechanism::{self, Mechanism};
 use crate::noise::GaussianNoise;
-use crate::optimizer::{Optimizer, OptimizerKind};
-use crate::step::{Batching, ExampleSource, Privatizer, StepDraw, lot_gradient, mean_gradient};
-use crate::tensor_io::{HostMatrix, matrices_from_host, matrices_to_host};
-use crate::train_config::{AccountantName, Mechanism, OptimizerName, SamplingName, TrainConfig};
-use crate::zoo::{ModelSpec, build};
-use dp_accounting::paper_bounds::xiang2019;
-use dp_accounting::{Accountant, Guarantee, PrivacyLedger, PrvAccountant, RdpAccountant, calibrate_noise_multiplier};
+use crate::optimizer::optimizer;
+use crate::privacy::PrivacySpent;
+use crate::step::batching::Batching;
+use crate::step::private::mean_gradient;
+use crate::step::{self, StepState};
+use crate::tensor_io::{to_host, vector};
+use crate::train_config::{MechanismName, SamplingName, TrainConfig};
+use crate::zoo::{ConvNet, ModelSpec, build};
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::store::ModuleRecord;
+use burn::tensor::{Bytes, Device};
+use dp_accounting::{Guarantee, LotSampling, PrivacyLedger};
 use dp_data::{ChaChaState, DatasetName, ImageDataset, LotSampler, Sampling, Split};
 use serde::Serialize;
 use std::fs::{self, OpenOptions};
@@ -26,21 +37,6 @@ use std::time::Instant;
 
 /// The ChaCha20 stream reserved for parameter initialisation.
 const INIT_STREAM: u64 = 2;
-/// Examples per batch when evaluating.
-const EVAL_BATCH: usize = 1000;
-
-/// An epsilon with everything needed to read it.
-#[derive(Debug, Clone, Serialize)]
-pub struct PrivacySpent {
-    /// Epsilon (None: no privacy at all, the unperturbed baseline).
-    pub epsilon: Option<f64>,
-    /// Delta.
-    pub delta: f64,
-    /// Accountant that computed it.
-    pub accountant: String,
-    /// How much to trust it.
-    pub guarantee: Guarantee,
-}
 
 /// What the trainer tells its observer.
 #[derive(Debug, Clone, Serialize)]
@@ -76,7 +72,7 @@ pub enum Event {
         /// Mean training loss of the last lot.
         loss: f64,
         /// Training accuracy of the last lot.
-        accuracy: f64,
+        accuracy: Option<f64>,
     },
     /// Evaluation at an epoch boundary or at the end.
     Evaluated {
@@ -118,7 +114,7 @@ pub struct TrainReport {
     /// Model.
     pub model: String,
     /// Mechanism.
-    pub mechanism: Mechanism,
+    pub mechanism: MechanismName,
     /// True when the run was seeded (reproducible).
     pub seeded: bool,
     /// Caveats.
@@ -145,83 +141,93 @@ pub fn load_dataset(name: DatasetName, dir: Option<&Path>, split: Split) -> Resu
     name.load(&dir, split).map_err(|e| EngineError::Data(e.to_string()))
 }
 
-fn accountant(name: AccountantName) -> Box<dyn Accountant> {
-    match name {
-        AccountantName::Rdp => Box::new(RdpAccountant::default()),
-        AccountantName::Prv => Box::new(PrvAccountant::default()),
+/// The training and test sets of a run, refused when their shapes or classes differ (the
+/// model could not evaluate the test set after training).
+fn load_data(config: &TrainConfig) -> Result<(ImageDataset, ImageDataset)> {
+    let train = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Train)?;
+    let test = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Test)?;
+    if train.shape() != test.shape() || train.classes() != test.classes() {
+        return Err(EngineError::Data(format!(
+            "the test set's examples are {:?} in {} classes, the training set's {:?} in {}",
+            test.shape(),
+            test.classes(),
+            train.shape(),
+            train.classes()
+        )));
+    }
+    Ok((train, test))
+}
+
+/// How this invocation runs: fresh or resumed, and whether it stops early.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Session {
+    /// Continue the run in the config's run folder from its checkpoint.
+    pub resume: bool,
+    /// Take at most this many steps now, then checkpoint and return (resume later).
+    pub stop_after: Option<u64>,
+    /// Audit the run with white-box canaries (a whole run in one session only).
+    pub audit: Option<AuditRequest>,
+    /// Start a fresh run in a folder that holds another run's files, replacing them.
+    pub overwrite: bool,
+}
+
+/// What a run plans, from its configuration and training-set size alone.
+pub struct Plan {
+    /// Training examples N.
+    pub n: usize,
+    /// Sampling rate q = L / N.
+    pub sample_rate: f64,
+    /// Steps of the whole run.
+    pub planned_steps: u64,
+    /// Noise multiplier (None for the baseline).
+    pub z: Option<f64>,
+    /// Clipping used.
+    pub clipping: Clipping,
+    /// The privacy of the whole planned run.
+    pub privacy: PrivacySpent,
+    /// The mechanism's second readout of the planned run.
+    pub second: Option<PrivacySpent>,
+}
+
+/// The ledger sampling of a run.
+fn lot_sampling(config: &TrainConfig) -> LotSampling {
+    match config.sampling {
+        SamplingName::Poisson => LotSampling::Poisson,
+        SamplingName::Shuffled => LotSampling::Shuffled,
     }
 }
 
-/// The privacy of `ledger` (the steps taken of `planned` steps) under the run's configuration:
-/// what the accountant certifies, or for optimized-paper the paper's claim (Eq. 12 spends the
-/// budget evenly: epsilon * sqrt(steps / planned) after `steps` steps).
-fn privacy(config: &TrainConfig, ledger: &PrivacyLedger, planned: u64) -> Result<PrivacySpent> {
-    if config.mechanism == Mechanism::None {
-        return Ok(PrivacySpent {
-            epsilon: None,
-            delta: config.delta,
-            accountant: "none".into(),
-            guarantee: Guarantee::None,
-        });
+/// Steps, noise multiplier and planned privacy of a run on `n` examples; refused when the
+/// planned run would spend more than its target epsilon.
+pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result<Plan> {
+    if config.lot_size > n {
+        return Err(EngineError::invalid("lot size", format!("{} exceeds the {n} training examples", config.lot_size)));
     }
-    if let (Mechanism::OptimizedPaper, Some(target)) = (config.mechanism, config.target_epsilon) {
-        let done = ledger.total_steps() as f64 / planned.max(1) as f64;
-        return Ok(PrivacySpent {
-            epsilon: Some(target * done.sqrt()),
-            delta: config.delta,
-            accountant: "xiang2019-eq12".into(),
-            guarantee: Guarantee::PaperBound,
-        });
+    let sample_rate = config.lot_size as f64 / n as f64;
+    let planned_steps = config.planned_steps(n)?;
+    let z = mechanism.noise_multiplier(config, sample_rate, planned_steps)?;
+    let mut ledger = PrivacyLedger::new();
+    if let Some(z) = z {
+        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, lot_sampling(config))
+            .map_err(|e| EngineError::Privacy(e.to_string()))?;
+        ledger.record_entry(entry);
     }
-    certified(config, ledger)
+    let privacy = mechanism.privacy(config, &ledger, planned_steps)?;
+    if let (Some(target), Some(eps)) = (config.target_epsilon, privacy.epsilon)
+        && eps > target * (1.0 + 1e-9)
+    {
+        return Err(EngineError::Privacy(format!(
+            "the planned run would spend epsilon {eps}, above the budget {target}"
+        )));
+    }
+    let second = mechanism.second_readout(config, &ledger)?;
+    Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(mechanism), privacy, second })
 }
 
-/// What the run's accountant gives for `ledger` (labelled none for shuffled lots).
-fn certified(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
-    if ledger.is_empty() {
-        return Ok(PrivacySpent {
-            epsilon: Some(0.0),
-            delta: config.delta,
-            accountant: accountant(config.accountant).name().to_string(),
-            guarantee: Guarantee::Certified,
-        });
-    }
-    let report =
-        accountant(config.accountant).epsilon(ledger, config.delta).map_err(|e| EngineError::Privacy(e.to_string()))?;
-    let guarantee = match config.sampling {
-        SamplingName::Poisson => report.guarantee,
-        SamplingName::Shuffled => Guarantee::None,
-    };
-    Ok(PrivacySpent { epsilon: Some(report.epsilon), delta: report.delta, accountant: report.accountant, guarantee })
-}
-
-/// For optimized-paper: the epsilon of the Gaussian mechanism with the smallest sigma actually
-/// used, labelled none because w was computed from the private data (an unaccounted release).
-fn sigma_privacy(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
-    if config.mechanism != Mechanism::OptimizedPaper {
-        return Ok(None);
-    }
-    Ok(Some(PrivacySpent { guarantee: Guarantee::None, ..certified(config, ledger)? }))
-}
-
-fn notes(config: &TrainConfig) -> Vec<String> {
-    let mut notes = Vec::new();
-    match config.mechanism {
-        Mechanism::None => notes.push("--mechanism none: no clipping and no noise, so no privacy at all".into()),
-        Mechanism::LsSgd | Mechanism::LsAdam => notes.push(
-            "Laplacian smoothing acts on the noisy gradient: post-processing, so the epsilon is that of the Gaussian mechanism".into(),
-        ),
-        Mechanism::Optimized => notes.push(
-            "optimized: per-layer clipping, a sigma per layer with sum_g C_g^2 / sigma_g^2 = 1 / z^2 (exactly the Gaussian mechanism with noise multiplier z), allocated from past released gradients (post-processing)".into(),
-        ),
-        Mechanism::OptimizedPaper => {
-            notes.push("optimized-paper: the epsilon is the paper's claim (Eq. 12 with the corrected tau), label paper-bound".into());
-            notes.push("under L2 clipping the worst case is alpha^2 / min sigma^2, so the true guarantee is that of the Gaussian mechanism with noise multiplier min sigma / alpha; the coordinates with larger sigma only add noise".into());
-            notes.push("w is the gradient of the private training data, released into the noise without accounting: the sigma readout is labelled none".into());
-        }
-        Mechanism::Gaussian => {}
-    }
-    if config.mechanism.is_private() {
+/// The caveats of a run: its mechanism's, then those of its sampling and seed.
+fn notes(config: &TrainConfig, mechanism: &dyn Mechanism) -> Vec<String> {
+    let mut notes = mechanism.notes();
+    if mechanism.is_private() {
         if config.sampling == SamplingName::Shuffled {
             notes.push(
                 "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
@@ -234,40 +240,151 @@ fn notes(config: &TrainConfig) -> Vec<String> {
     notes
 }
 
-/// Resolves the noise multiplier: given, or calibrated for the planned steps.
-fn noise_multiplier(config: &TrainConfig, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
-    if config.mechanism == Mechanism::None {
-        return Ok(None);
-    }
-    if let (Mechanism::OptimizedPaper, Some(target)) = (config.mechanism, config.target_epsilon) {
-        let privacy = |e: dp_accounting::AccountingError| EngineError::Privacy(e.to_string());
-        let budget = xiang2019::per_step_budget(target, config.delta, sample_rate, steps).map_err(privacy)?;
-        let (tau, _) = xiang2019::tau_corrected(budget).map_err(privacy)?;
-        return Ok(Some(xiang2019::noise_multiplier_for_tau(tau).map_err(privacy)?));
-    }
-    match (config.noise_multiplier, config.target_epsilon) {
-        (Some(z), _) => Ok(Some(z)),
-        (None, Some(target)) => {
-            let acc = accountant(config.accountant);
-            let c = calibrate_noise_multiplier(acc.as_ref(), target, config.delta, sample_rate, steps)
-                .map_err(|e| EngineError::Privacy(e.to_string()))?;
-            Ok(Some(c.noise_multiplier))
+/// The files a run writes into its folder.
+const RUN_FILES: [&str; 4] = ["checkpoint.bin", "config.toml", "metrics.jsonl", "report.json"];
+
+/// Prepares the folder of a fresh run: refused when it holds another run's files, unless
+/// `overwrite` (then they are removed first); writes config.toml (the settings, with the noise
+/// multiplier `z` they resolve to in a comment) and returns its digest.
+fn start_run_folder(run_dir: &Path, config: &TrainConfig, z: Option<f64>, overwrite: bool) -> Result<String> {
+    let io = |e: std::io::Error| EngineError::Checkpoint { path: run_dir.to_path_buf(), reason: e.to_string() };
+    let occupied: Vec<&str> = RUN_FILES.into_iter().filter(|f| run_dir.join(f).exists()).collect();
+    if !occupied.is_empty() {
+        if !overwrite {
+            return Err(EngineError::invalid(
+                "out dir",
+                format!(
+                    "{} holds another run ({}): give --resume to continue it, --overwrite to replace it, or another --out-dir",
+                    run_dir.display(),
+                    occupied.join(", ")
+                ),
+            ));
         }
-        (None, None) => Err(EngineError::invalid("privacy", "no noise multiplier or target epsilon")),
+        for f in occupied {
+            fs::remove_file(run_dir.join(f)).map_err(io)?;
+        }
     }
+    fs::create_dir_all(run_dir).map_err(io)?;
+    let settings = toml::to_string(config).map_err(|e| EngineError::invalid("config", e.to_string()))?;
+    let z = z.map_or("none (no noise)".to_string(), |z| z.to_string());
+    let toml = format!("# The settings of this run; its noise multiplier resolves to {z}.\n{settings}");
+    write_atomic(&run_dir.join("config.toml"), toml.as_bytes())?;
+    Ok(sha256_hex(toml.as_bytes()))
 }
 
-/// Test accuracy of `model` on `data`.
-pub fn evaluate(model: &Model, data: &ImageDataset, device: &burn::tensor::Device) -> Result<f64> {
-    let indices: Vec<usize> = (0..data.len()).collect();
-    let mut total = None;
-    for chunk in indices.chunks(EVAL_BATCH) {
-        let (x, labels): (Features, Vec<u8>) = ExampleSource::batch(data, chunk, device);
-        let batch = correct(model.forward(x, None)?, &labels, device);
-        total = Some(total.map_or(batch.clone(), |t| t + batch));
+/// The lot sampler a fresh run starts with.
+fn fresh_sampler(config: &TrainConfig, plan: &Plan) -> Result<LotSampler> {
+    let sampling = match config.sampling {
+        SamplingName::Poisson => Sampling::Poisson { rate: plan.sample_rate },
+        SamplingName::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
+    };
+    LotSampler::new(sampling, plan.n, config.seed).map_err(|e| EngineError::Data(e.to_string()))
+}
+
+/// A run continued from its checkpoint.
+struct Restored {
+    model: ConvNet,
+    optimizer: ModuleOptimizer,
+    state: StepState,
+    step: u64,
+    seconds: f64,
+}
+
+/// Restores a run from `ckpt` after checking everything its privacy claim depends on against
+/// the run itself: the config.toml it belongs to, the step counts, every ledger entry's noise
+/// multiplier, rate and sampling, the sampler's N and rate, the noise stream's position, and
+/// that the records fit the model. A checkpoint failing any check is refused in one line.
+fn resume(
+    ckpt: Checkpoint,
+    config_digest: &str,
+    plan: &Plan,
+    mechanism: &dyn Mechanism,
+    fresh: (ConvNet, ModuleOptimizer),
+    path: &Path,
+    device: &Device,
+) -> Result<Restored> {
+    let refuse = |reason: String| EngineError::Checkpoint { path: path.to_path_buf(), reason };
+    let h = ckpt.header;
+    let config = &h.config;
+    if h.config_digest != config_digest {
+        return Err(refuse("the run folder's config.toml is not the one this checkpoint belongs to".into()));
     }
-    let total = total.map_or(0, |t| t.into_scalar::<i64>());
-    Ok(total as f64 / data.len().max(1) as f64)
+    if h.planned_steps != plan.planned_steps || h.step > plan.planned_steps {
+        return Err(refuse(format!(
+            "step {} of {} planned; the run plans {}",
+            h.step, h.planned_steps, plan.planned_steps
+        )));
+    }
+    let recorded = if mechanism.is_private() { h.step } else { 0 };
+    if h.ledger.total_steps() != recorded {
+        return Err(refuse(format!("its ledger holds {} steps, the run took {}", h.ledger.total_steps(), recorded)));
+    }
+    let want_z = plan.z.and_then(|z| mechanism.ledger_multiplier(z));
+    for e in h.ledger.entries() {
+        let z_ok = want_z.is_none_or(|z| e.noise_multiplier == z);
+        if !z_ok || e.sample_rate != plan.sample_rate || e.sampling != lot_sampling(config) {
+            return Err(refuse(format!(
+                "a ledger entry (z {}, q {}, {:?}) is not this run's (z {:?}, q {}, {:?})",
+                e.noise_multiplier,
+                e.sample_rate,
+                e.sampling,
+                want_z,
+                plan.sample_rate,
+                lot_sampling(config)
+            )));
+        }
+    }
+    let sampling_ok = match h.sampler.sampling() {
+        Sampling::Poisson { rate } => config.sampling == SamplingName::Poisson && rate == plan.sample_rate,
+        Sampling::Shuffled { lot_size } => config.sampling == SamplingName::Shuffled && lot_size == config.lot_size,
+    };
+    if !sampling_ok || h.sampler.population() != plan.n {
+        return Err(refuse(format!(
+            "its sampler draws {:?} from {} examples; the run draws q = {} from {}",
+            h.sampler.sampling(),
+            h.sampler.population(),
+            plan.sample_rate,
+            plan.n
+        )));
+    }
+    let (model, optimizer) = fresh;
+    let sizes: Vec<usize> = ParamTable::of(&model)?.params().iter().map(|p| p.len()).collect();
+    let noise = match (mechanism.is_private(), h.noise) {
+        (true, Some(state)) => Some(GaussianNoise::resumed(state, config.seed, h.step, &sizes)?.state().clone()),
+        (false, None) => None,
+        _ => return Err(refuse("its noise stream does not fit the mechanism".into())),
+    };
+    let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(ckpt.model))
+        .map_err(|e| refuse(format!("model record: {e:?}")))?;
+    // The record brings back the parameters' ids, which the optimiser's record is keyed by.
+    let model =
+        model.try_load_record(record).map_err(|e| refuse(format!("the model record does not fit the model: {e:?}")))?;
+    let optimizer = optimizer
+        .from_bytes(Bytes::from_bytes_vec(ckpt.optimizer))
+        .map_err(|e| refuse(format!("optimizer record: {e:?}")))?;
+    let released = match ckpt.released {
+        Some(parts) if parts.iter().map(Vec::len).eq(sizes.iter().copied()) => {
+            Some(parts.into_iter().map(|p| vector(p, device)).collect())
+        }
+        Some(_) => return Err(refuse("its released gradients do not fit the model".into())),
+        None => None,
+    };
+    let state = StepState { sampler: h.sampler, noise, ledger: h.ledger, released };
+    Ok(Restored { model: model.train(), optimizer, state, step: h.step, seconds: h.seconds })
+}
+
+/// Canaries for a one-run audit of a run of `plan` on a model of `table`, placed on the noise
+/// of a step computed before any canary counts (`noise`).
+fn place_canaries(
+    request: AuditRequest,
+    config: &TrainConfig,
+    plan: &Plan,
+    noise: &StepNoise,
+    table: &ParamTable,
+) -> Result<WhiteBoxCanaries> {
+    let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
+    let bound = plan.clipping.layer_bound(config.clip_norm, table.layers().len());
+    WhiteBoxCanaries::for_run(request.canaries, plan.sample_rate, config.seed, &noise.scales, &sizes, bound)
 }
 
 fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
@@ -277,27 +394,44 @@ fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
     writeln!(f, "{line}").map_err(io)
 }
 
-fn optimizer_kind(config: &TrainConfig) -> OptimizerKind {
-    match config.optimizer() {
-        OptimizerName::Sgd => OptimizerKind::Sgd { momentum: config.momentum },
-        OptimizerName::Adam => OptimizerKind::Adam { beta1: 0.9, beta2: 0.999, epsilon: 1e-8 },
-    }
+/// Everything a checkpoint is written from.
+struct Snapshot<'a> {
+    config: &'a TrainConfig,
+    config_digest: &'a str,
+    planned_steps: u64,
+    step: u64,
+    seconds: f64,
 }
 
-/// The checkpoint file of a run folder.
-pub fn checkpoint_path(run_dir: &Path) -> PathBuf {
-    run_dir.join("checkpoint.json")
-}
-
-/// How this invocation runs: fresh or resumed, and whether it stops early.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Session {
-    /// Continue the run in the config's run folder from its checkpoint.
-    pub resume: bool,
-    /// Take at most this many steps now, then checkpoint and return (resume later).
-    pub stop_after: Option<u64>,
-    /// Audit the run with white-box canaries (a whole run in one session only).
-    pub audit: Option<AuditRequest>,
+/// Writes the checkpoint of `model`, `optimizer` and `state` atomically.
+fn save(
+    snap: &Snapshot<'_>,
+    model: &ConvNet,
+    optimizer: &ModuleOptimizer,
+    state: StepState,
+    path: &Path,
+) -> Result<()> {
+    let record_err =
+        |e: burn::store::RecordError| EngineError::Checkpoint { path: path.to_path_buf(), reason: format!("{e:?}") };
+    let model_bytes = model.clone().into_record().into_bytes().map_err(record_err)?.to_vec();
+    let optimizer_bytes = optimizer.into_bytes().map_err(record_err)?.to_vec();
+    let released: Option<Vec<Vec<f32>>> = state.released.map(|r| r.iter().map(to_host).collect());
+    let header = Header {
+        config: snap.config.clone(),
+        config_digest: snap.config_digest.to_string(),
+        planned_steps: snap.planned_steps,
+        step: snap.step,
+        ledger: state.ledger,
+        sampler: state.sampler,
+        noise: state.noise,
+        seconds: snap.seconds,
+        model_bytes: model_bytes.len() as u64,
+        optimizer_bytes: optimizer_bytes.len() as u64,
+        released: released.as_ref().map(|r| r.iter().map(Vec::len).collect()),
+        model_digest: sha256_hex(&model_bytes),
+        values_digest: values_digest(model),
+    };
+    Checkpoint { header, model: model_bytes, optimizer: optimizer_bytes, released }.save(path)
 }
 
 /// Trains as `config` says (or resumes the run in `config.out_dir`), reporting progress to
@@ -323,34 +457,12 @@ pub fn train(
     }
     let checkpoint = if session.resume { Some(Checkpoint::load(&ckpt_path)?) } else { None };
     // A resumed run continues with its own configuration, whatever else was passed.
-    let config = checkpoint.as_ref().map_or(config, |c| TrainConfig { out_dir: run_dir.clone(), ..c.config.clone() });
-    config.validate()?;
-    let train_data = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Train)?;
-    let test_data = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Test)?;
-    let n = train_data.len();
-    if config.lot_size > n {
-        return Err(EngineError::invalid("lot size", format!("{} exceeds the {n} training examples", config.lot_size)));
-    }
-    let sample_rate = config.lot_size as f64 / n as f64;
-    let planned_steps = config.planned_steps(n)?;
-    let z = match &checkpoint {
-        Some(c) => c.noise_multiplier,
-        None => noise_multiplier(&config, sample_rate, planned_steps)?,
-    };
-    let planned_ledger = match z {
-        Some(z) => PrivacyLedger::homogeneous(z, sample_rate, planned_steps)
-            .map_err(|e| EngineError::Privacy(e.to_string()))?,
-        None => PrivacyLedger::new(),
-    };
-    let planned_privacy = privacy(&config, &planned_ledger, planned_steps)?;
-    let planned_sigma_privacy = sigma_privacy(&config, &planned_ledger)?;
-    if let (Some(target), Some(eps)) = (config.target_epsilon, planned_privacy.epsilon)
-        && eps > target * (1.0 + 1e-9)
-    {
-        return Err(EngineError::Privacy(format!(
-            "the planned run would spend epsilon {eps}, above the budget {target}"
-        )));
-    }
+    let config =
+        checkpoint.as_ref().map_or(config, |c| TrainConfig { out_dir: run_dir.clone(), ..c.header.config.clone() });
+    let mechanism = mechanism::for_config(&config)?;
+    config.validate(mechanism.as_ref())?;
+    let (train_data, test_data) = load_data(&config)?;
+    let plan = plan(&config, mechanism.as_ref(), train_data.len())?;
 
     let spec = ModelSpec {
         name: config.model,
@@ -358,107 +470,20 @@ pub fn train(
         hidden: config.hidden,
         normalization: config.normalization,
     };
-    let mut init_rng = ChaChaState::new(config.seed, INIT_STREAM).restore();
-    let mut model = build(spec, train_data.shape(), train_data.classes(), &mut init_rng, &device.device)?;
     let dev = &device.device;
-    let (mut optimizer, mut sampler, mut noise, mut ledger, mut step, mut seconds, released) = match checkpoint {
-        Some(c) => {
-            let bad = || EngineError::Checkpoint {
-                path: ckpt_path.clone(),
-                reason: "parameters do not fit the model".into(),
-            };
-            let fits = c.params.iter().map(|(shape, _)| *shape).eq(model.params().iter().map(|p| p.dims()));
-            let params = if fits { matrices_from_host(c.params, dev) } else { None };
-            model.set_params(params.ok_or_else(bad)?);
-            let released = match c.released {
-                Some(r) => Some(matrices_from_host(r, dev).ok_or_else(bad)?),
-                None => None,
-            };
-            (
-                Optimizer::from_state(c.optimizer, dev)?,
-                c.sampler,
-                GaussianNoise::from_state(c.noise),
-                c.ledger,
-                c.step,
-                c.seconds,
-                released,
-            )
-        }
-        None => {
-            fs::create_dir_all(&run_dir)
-                .map_err(|e| EngineError::Checkpoint { path: run_dir.clone(), reason: e.to_string() })?;
-            let resolved = TrainConfig { noise_multiplier: z, target_epsilon: config.target_epsilon, ..config.clone() };
-            let toml = toml::to_string(&resolved).map_err(|e| EngineError::invalid("config", e.to_string()))?;
-            write_atomic(&run_dir.join("config.toml"), toml.as_bytes())?;
-            let _ = fs::remove_file(run_dir.join("metrics.jsonl"));
-            let sampling = match config.sampling {
-                SamplingName::Poisson => Sampling::Poisson { rate: sample_rate },
-                SamplingName::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
-            };
-            let sampler = LotSampler::new(sampling, n, config.seed).map_err(|e| EngineError::Data(e.to_string()))?;
-            (
-                Optimizer::new(optimizer_kind(&config))?,
-                sampler,
-                GaussianNoise::new(config.seed),
-                PrivacyLedger::new(),
-                0,
-                0.0,
-                None,
-            )
-        }
-    };
-    let notes = notes(&config);
-    observe(&Event::Started {
-        device: format!("{} ({})", device.backend, device.name),
-        parameters: model.num_params(),
-        train_examples: n,
-        sample_rate,
-        noise_multiplier: z,
-        planned_steps,
-        start_step: step,
-        planned_privacy,
-        planned_sigma_privacy,
-        notes: notes.clone(),
-    });
-
-    let privatizer = match z {
-        Some(_) => Privatizer::Gaussian {
-            clip_norm: config.clip_norm,
-            clipping: config.clipping(),
-            expected_lot_size: sample_rate * n as f64,
-            smoothing: config.smoothing()?,
-        },
-        None => Privatizer::None,
-    };
-    let layers = model.params().len() / 2;
-    let mut allocation = z.map(|z| {
-        NoiseAllocation::for_mechanism(
-            config.mechanism,
-            z,
-            config.clip_norm,
-            layers,
-            config.sensitivity_every,
-            released,
-        )
-    });
-    let everyone: Vec<usize> = (0..n).collect();
+    let mut init_rng = ChaChaState::new(config.seed, INIT_STREAM).restore();
+    let model = build(spec, train_data.shape(), train_data.classes(), &mut init_rng, dev)?;
+    let fresh_optimizer = optimizer(config.optimizer(mechanism.as_ref()), config.momentum, config.weight_decay);
     let batching = Batching::for_backend(config.batch_size, device.backend);
-    let mut canaries = match (session.audit, &allocation) {
-        (None, _) => None,
-        (Some(request), Some(allocation)) => {
-            // Placed on the noise of a step computed before any canary counts.
-            let probe = allocation.clone().step_noise(step, &model.params(), &mut || {
-                mean_gradient(&model, &train_data, &everyone, batching, dev)
-            })?;
-            let bound = config.clipping().layer_bound(config.clip_norm, layers);
-            Some(WhiteBoxCanaries::for_run(
-                request.canaries,
-                sample_rate,
-                config.seed,
-                &probe.scales,
-                &model.params(),
-                bound,
-            )?)
+    let source = CrossEntropyLots { data: &train_data };
+    // Canaries (a fresh run only) are placed before anything is written.
+    let canaries = match (session.audit, plan.z) {
+        (Some(request), Some(z)) => {
+            let (inference, table) = (model.valid(), ParamTable::of(&model)?);
+            let noise = mechanism
+                .allocation(z, &config, &table, None)
+                .step_noise(0, &table, &mut || mean_gradient(&inference, &source, batching, &table, None, dev))?;
+            Some(place_canaries(request, &config, &plan, &noise, &table)?)
         }
         (Some(_), None) => {
             return Err(EngineError::invalid(
@@ -466,60 +491,55 @@ pub fn train(
                 "white-box canaries are scored on the noisy release: the mechanism none releases no noise",
             ));
         }
+        (None, _) => None,
     };
-    let steps_per_epoch = ((n as f64 / config.lot_size as f64).round() as u64).max(1);
+    let (config_digest, restored) = match checkpoint {
+        Some(ckpt) => {
+            let toml = fs::read(run_dir.join("config.toml"))
+                .map_err(|e| EngineError::Checkpoint { path: run_dir.join("config.toml"), reason: e.to_string() })?;
+            let digest = sha256_hex(&toml);
+            let restored = resume(ckpt, &digest, &plan, mechanism.as_ref(), (model, fresh_optimizer), &ckpt_path, dev)?;
+            (digest, restored)
+        }
+        None => {
+            let digest = start_run_folder(&run_dir, &config, plan.z, session.overwrite)?;
+            let state = StepState {
+                sampler: fresh_sampler(&config, &plan)?,
+                noise: None,
+                ledger: PrivacyLedger::new(),
+                released: None,
+            };
+            (digest, Restored { model: model.train(), optimizer: fresh_optimizer, state, step: 0, seconds: 0.0 })
+        }
+    };
+    let Restored { mut model, mut optimizer, state, mut step, mut seconds } = restored;
+    // After a resume the parameters carry the checkpoint's ids: the table is taken from them.
+    let table = ParamTable::of(&model)?;
+    let notes = notes(&config, mechanism.as_ref());
+    observe(&Event::Started {
+        device: format!("{} ({})", device.backend, device.name),
+        parameters: table.num_params(),
+        train_examples: plan.n,
+        sample_rate: plan.sample_rate,
+        noise_multiplier: plan.z,
+        planned_steps: plan.planned_steps,
+        start_step: step,
+        planned_privacy: plan.privacy.clone(),
+        planned_sigma_privacy: plan.second.clone(),
+        notes: notes.clone(),
+    });
+    let mut stepper =
+        step::for_run(mechanism::for_config(&config)?, &config, plan.z, &table, batching, state, canaries);
+    let steps_per_epoch = ((plan.n as f64 / config.lot_size as f64).round() as u64).max(1);
     let log_every = (steps_per_epoch / 10).max(1);
     let metrics_path = run_dir.join("metrics.jsonl");
-    let save = |model: &Model,
-                optimizer: &Optimizer,
-                sampler: &LotSampler,
-                noise: &GaussianNoise,
-                released: Option<Vec<HostMatrix>>,
-                ledger: &PrivacyLedger,
-                step: u64,
-                seconds: f64| {
-        Checkpoint {
-            version: CHECKPOINT_VERSION,
-            config: config.clone(),
-            noise_multiplier: z,
-            planned_steps,
-            step,
-            ledger: ledger.clone(),
-            params: matrices_to_host(&model.params()),
-            optimizer: optimizer.state(),
-            sampler: sampler.clone(),
-            noise: noise.state().clone(),
-            released,
-            seconds,
-        }
-        .save(&ckpt_path)
-    };
     let mut segment = Instant::now();
-    let stop_at = session.stop_after.map_or(planned_steps, |s| (step + s).min(planned_steps));
+    let stop_at = session.stop_after.map_or(plan.planned_steps, |s| (step + s).min(plan.planned_steps));
     while step < stop_at {
-        let lot = sampler.next_lot();
-        let step_noise = match allocation.as_mut() {
-            Some(a) => Some(a.step_noise(step, &model.params(), &mut || {
-                let w = mean_gradient(&model, &train_data, &everyone, batching, dev)?;
-                Ok(match canaries.as_ref() {
-                    Some(c) => c.add_to_mean(w, n),
-                    None => w,
-                })
-            })?),
-            None => None,
-        };
-        let draw =
-            step_noise.as_ref().map(|s| StepDraw { noise: &mut noise, scales: &s.scales, canaries: canaries.as_mut() });
-        let (grads, metrics) = lot_gradient(&model, &train_data, &lot, batching, privatizer, draw, dev)?;
-        if let Some(a) = allocation.as_mut() {
-            a.observe(&grads);
-        }
-        model.set_params(optimizer.step(config.learning_rate, model.params(), grads));
-        if let Some(s) = &step_noise {
-            ledger.record(s.noise_multiplier, sample_rate, 1).map_err(|e| EngineError::Privacy(e.to_string()))?;
-        }
+        let (next, metrics) = stepper.step(model, &mut optimizer, config.learning_rate, &source, dev)?;
+        model = next;
         step += 1;
-        if step % log_every == 0 || step == planned_steps {
+        if step % log_every == 0 || step == plan.planned_steps {
             if let Some((loss, accuracy)) = metrics.read() {
                 if !loss.is_finite() {
                     return Err(EngineError::Diverged(format!(
@@ -531,12 +551,11 @@ pub fn train(
                 observe(&event);
             }
         }
-        let epoch_end = step % steps_per_epoch == 0 || step == planned_steps;
-        if epoch_end {
+        if step % steps_per_epoch == 0 || step == plan.planned_steps {
             let event = Event::Evaluated {
                 step,
-                test_accuracy: evaluate(&model, &test_data, dev)?,
-                privacy: privacy(&config, &ledger, planned_steps)?,
+                test_accuracy: evaluate(&model, &test_data, dev),
+                privacy: mechanism.privacy(&config, stepper.ledger(), plan.planned_steps)?,
             };
             append_line(&metrics_path, &event)?;
             observe(&event);
@@ -544,31 +563,37 @@ pub fn train(
         if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at {
             seconds += segment.elapsed().as_secs_f64();
             segment = Instant::now();
-            let released = allocation.as_ref().and_then(NoiseAllocation::released);
-            save(&model, &optimizer, &sampler, &noise, released, &ledger, step, seconds)?;
+            let snap = Snapshot {
+                config: &config,
+                config_digest: &config_digest,
+                planned_steps: plan.planned_steps,
+                step,
+                seconds,
+            };
+            save(&snap, &model, &optimizer, stepper.state(), &ckpt_path)?;
         }
     }
-    let test_accuracy = evaluate(&model, &test_data, dev)?;
-    let spent = privacy(&config, &ledger, planned_steps)?;
+    let test_accuracy = evaluate(&model, &test_data, dev);
+    let spent = mechanism.privacy(&config, stepper.ledger(), plan.planned_steps)?;
     let report = TrainReport {
         test_accuracy,
         epsilon: spent.epsilon,
         delta: spent.delta,
         accountant: spent.accountant,
         guarantee: spent.guarantee,
-        sigma_privacy: sigma_privacy(&config, &ledger)?,
+        sigma_privacy: mechanism.second_readout(&config, stepper.ledger())?,
         steps: step,
         seconds,
-        noise_multiplier: z,
-        sample_rate,
+        noise_multiplier: plan.z,
+        sample_rate: plan.sample_rate,
         device: format!("{} ({})", device.backend, device.name),
         model: config.model.as_str().into(),
         mechanism: config.mechanism,
         seeded: config.seed.is_some(),
         notes,
         run_dir: run_dir.clone(),
-        completed: step == planned_steps,
-        audit: session.audit.zip(canaries.as_ref()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
+        completed: step == plan.planned_steps,
+        audit: session.audit.zip(stepper.canaries()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
     };
     let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
     write_atomic(&run_dir.join("report.json"), &json)?;

@@ -7,21 +7,24 @@
 //! per layer), must equal the loop's to 1e-4 relative, on ndarray and on wgpu (lavapipe in CI).
 
 use burn::module::{Module, ParamId};
-use burn::optim::{GradientsParams, SgdConfig};
+use burn::optim::SgdConfig;
 use burn::tensor::activation::{log_softmax, relu, tanh};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use dp_engine::backend;
 use dp_engine::clipping::Clipping;
 use dp_engine::grad_sample::affine::NormMethod;
 use dp_engine::grad_sample::batch::{BatchGrads, ClipSpec, gradients_params};
-use dp_engine::grad_sample::params::{ParamInfo, ParamTable};
+use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::nn::{
     DpConv2d, DpConv2dConfig, DpEmbedding, DpEmbeddingConfig, DpGroupNorm, DpGroupNormConfig, DpLayerNorm,
     DpLayerNormConfig, DpLinear, DpLinearConfig,
 };
+use oracle::{assert_close, host, naive_gradients, param_grad, param_value, sq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::ops::Range;
+
+mod oracle;
 
 const CLASSES: usize = 3;
 
@@ -133,42 +136,11 @@ fn losses(logits: Tensor<2>, labels: &[usize]) -> Tensor<1> {
     (log_softmax(logits, 1) * one_hot).sum_dim(1).reshape([b]).neg()
 }
 
-fn host<const D: usize>(t: Tensor<D>) -> Vec<f64> {
-    dp_engine::tensor_io::to_host(&t).into_iter().map(f64::from).collect()
-}
-
-/// A parameter's gradient from Burn's `GradientsParams` (zeros when it got none), flattened.
-fn param_grad(grads: &GradientsParams, info: &ParamInfo) -> Vec<f64> {
-    let got = match info.shape.len() {
-        1 => grads.get::<1>(info.id).map(host),
-        2 => grads.get::<2>(info.id).map(host),
-        4 => grads.get::<4>(info.id).map(host),
-        r => panic!("rank {r}"),
-    };
-    got.unwrap_or_else(|| vec![0.0; info.len()])
-}
-
-fn sq(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum()
-}
-
-fn assert_close(got: f64, want: f64, what: &str) {
-    let scale = want.abs().max(1e-3);
-    assert!((got - want).abs() <= 1e-4 * scale, "{what}: got {got}, naive loop {want}");
-}
-
 /// Checks `model` on a batch of `b` examples whose logits `forward` computes for a range of them.
 fn check<M: Module>(model: &M, b: usize, labels: &[usize], forward: impl Fn(&M, Range<usize>) -> Tensor<2>) {
     let table = ParamTable::of(model).expect("a model of DP layers");
     // The oracle: example e's gradient of every parameter from its own backward pass.
-    let trained = model.clone().train();
-    let naive: Vec<Vec<Vec<f64>>> = (0..b)
-        .map(|e| {
-            let loss = losses(forward(&trained, e..e + 1), &labels[e..=e]).sum();
-            let grads = GradientsParams::from_grads(loss.backward(), &trained);
-            table.params().iter().map(|p| param_grad(&grads, p)).collect()
-        })
-        .collect();
+    let naive = naive_gradients(model, &table, b, |m, e| losses(forward(m, e..e + 1), &labels[e..=e]));
     let layers = table.layers().len();
     let layer_sq = |e: usize, layer: usize| -> f64 {
         table.params().iter().zip(&naive[e]).filter(|(p, _)| p.layer == layer).map(|(_, g)| sq(g)).sum()
@@ -225,24 +197,6 @@ fn check<M: Module>(model: &M, b: usize, labels: &[usize], forward: impl Fn(&M, 
             }
         }
     }
-}
-
-/// A parameter's current value, found by id.
-fn param_value<M: Module>(model: &M, info: &ParamInfo) -> Vec<f64> {
-    struct Find<'a> {
-        info: &'a ParamInfo,
-        found: Vec<f64>,
-    }
-    impl burn::module::ModuleVisitor for Find<'_> {
-        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
-            if param.id == self.info.id {
-                self.found = host(param.val());
-            }
-        }
-    }
-    let mut find = Find { info, found: Vec::new() };
-    model.visit(&mut find);
-    find.found
 }
 
 fn images(rng: &mut ChaCha20Rng, b: usize, shape: [usize; 3], device: &Device) -> Tensor<4> {

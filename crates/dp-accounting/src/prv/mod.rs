@@ -14,7 +14,7 @@ use crate::accountant::Accountant;
 use crate::error::{AccountingError, Result};
 use crate::ledger::PrivacyLedger;
 use crate::rdp_accountant::RdpAccountant;
-use crate::report::{Guarantee, PrivacyReport};
+use crate::report::PrivacyReport;
 use crate::validate;
 use compose::compose;
 use grid::{Grid, discretise};
@@ -90,7 +90,7 @@ impl Accountant for PrvAccountant {
     fn epsilon(&self, ledger: &PrivacyLedger, delta: f64) -> Result<PrivacyReport> {
         let delta = validate::delta(delta)?;
         if ledger.is_empty() {
-            return Ok(PrivacyReport::new(0.0, delta, self.name(), Guarantee::Certified));
+            return Ok(PrivacyReport::new(0.0, delta, self.name(), ledger.guarantee()));
         }
         let delta_error = match self.delta_error {
             Some(e) if e.is_finite() && e > 0.0 && e < delta => e,
@@ -123,7 +123,7 @@ impl Accountant for PrvAccountant {
             (r.join().expect("PRV worker thread panicked"), a)
         });
         let (remove, add) = (remove?, add?);
-        let mut report = PrivacyReport::new(remove.upper.max(add.upper), delta, self.name(), Guarantee::Certified);
+        let mut report = PrivacyReport::new(remove.upper.max(add.upper), delta, self.name(), ledger.guarantee());
         report.epsilon_estimate = Some(remove.estimate.max(add.estimate));
         report.epsilon_lower = Some(remove.lower.max(add.lower));
         report.eps_error = Some(eps_error);

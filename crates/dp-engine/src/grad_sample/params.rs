@@ -18,6 +18,9 @@ pub struct ParamInfo {
     pub shape: Vec<usize>,
     /// Index of the DP layer that owns it (into [`ParamTable::layers`]).
     pub layer: usize,
+    /// True where it is stored as the transpose of PyTorch's layout (a DpLinear weight is
+    /// [in, out], PyTorch's [out, in]): what follows PyTorch's flattening order needs this.
+    pub torch_transposed: bool,
 }
 
 impl ParamInfo {
@@ -79,7 +82,8 @@ impl ModuleVisitor for Lister {
                 self.layers.len() - 1
             }
         };
-        self.params.push(ParamInfo { id: param.id, path, shape: param.lazy_shape().to_vec(), layer });
+        let torch_transposed = holder == "Struct:DpLinear" && path.ends_with("weight");
+        self.params.push(ParamInfo { id: param.id, path, shape: param.lazy_shape().to_vec(), layer, torch_transposed });
     }
 }
 
@@ -110,6 +114,11 @@ impl ParamTable {
     /// The parameter with `id`.
     pub fn get(&self, id: ParamId) -> Option<&ParamInfo> {
         self.params.iter().find(|p| p.id == id)
+    }
+
+    /// The position of the parameter with `id` in [`ParamTable::params`].
+    pub fn index_of(&self, id: ParamId) -> Option<usize> {
+        self.params.iter().position(|p| p.id == id)
     }
 
     /// Number of scalar parameters.

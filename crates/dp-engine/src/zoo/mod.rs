@@ -14,11 +14,14 @@
 //! BatchNorm is refused: it mixes the examples of a batch, so no per-example gradient exists and
 //! DP-SGD's sensitivity argument fails; GroupNorm is the DP-compatible replacement.
 
+mod conv_net;
+
+pub use conv_net::ConvNet;
+
 use crate::activation::Activation;
-use crate::conv2d::{ConvShape, DpConv2d};
 use crate::error::{EngineError, Result};
-use crate::linear::DpLinear;
-use crate::model::{Layer, Model};
+use crate::init::seeded;
+use crate::nn::{DpConv2dConfig, DpLinearConfig};
 use crate::pool::MaxPool;
 use burn::tensor::Device;
 use rand_chacha::ChaCha20Rng;
@@ -100,14 +103,31 @@ enum Shape {
 }
 
 struct Builder<'a> {
-    layers: Vec<Layer>,
+    net: ConvNet,
     shape: Shape,
-    activation: Activation,
-    rng: &'a mut ChaCha20Rng,
     device: &'a Device,
+    params: usize,
 }
 
+/// The most scalar parameters a zoo model may have (4 GiB of f32): larger sizes are refused
+/// from arithmetic before anything is allocated.
+const MAX_PARAMS: usize = 1 << 30;
+
 impl Builder<'_> {
+    /// Counts a layer's `weights` and `biases`, refusing a model beyond [`MAX_PARAMS`].
+    fn count(&mut self, fan_in: usize, outputs: usize) -> Result<()> {
+        let layer = fan_in.checked_add(1).and_then(|k| k.checked_mul(outputs));
+        self.params = layer.and_then(|l| l.checked_add(self.params)).filter(|&p| p <= MAX_PARAMS).ok_or_else(|| {
+            EngineError::invalid(
+                "model size",
+                format!(
+                    "a layer of {fan_in} x {outputs} weights is beyond the {MAX_PARAMS} parameters a model may have"
+                ),
+            )
+        })?;
+        Ok(())
+    }
+
     fn conv(&mut self, out_channels: usize, kernel: usize, stride: usize, padding: usize) -> Result<&mut Self> {
         let Shape::Image([c, h, w]) = self.shape else {
             return Err(EngineError::Unsupported("a convolution needs image input".into()));
@@ -115,10 +135,15 @@ impl Builder<'_> {
         if h + 2 * padding < kernel || w + 2 * padding < kernel {
             return Err(EngineError::Unsupported(format!("input {h}x{w} is smaller than a {kernel}x{kernel} kernel")));
         }
-        let shape = ConvShape { in_channels: c, out_channels, kernel, stride, padding };
-        self.shape = Shape::Image([out_channels, shape.output_size(h), shape.output_size(w)]);
-        self.layers.push(Layer::Conv(DpConv2d::new(shape, self.rng, self.device)));
-        self.layers.push(Layer::Activation(self.activation));
+        self.count(c * kernel * kernel, out_channels)?;
+        let conv = DpConv2dConfig::new([c, out_channels], [kernel, kernel])
+            .with_stride([stride, stride])
+            .with_padding([padding, padding])
+            .init(self.device);
+        let [ho, wo] = conv.output_size([h, w]);
+        self.shape = Shape::Image([out_channels, ho, wo]);
+        self.net.convs.push(conv);
+        self.net.pools.push(None);
         Ok(self)
     }
 
@@ -130,16 +155,10 @@ impl Builder<'_> {
             return Err(EngineError::Unsupported(format!("input {h}x{w} is too small to pool {kernel}x{kernel}")));
         }
         self.shape = Shape::Image([c, (h - kernel) / stride + 1, (w - kernel) / stride + 1]);
-        self.layers.push(Layer::MaxPool(MaxPool { kernel, stride }));
-        Ok(self)
-    }
-
-    fn flatten(&mut self) -> &mut Self {
-        if let Shape::Image([c, h, w]) = self.shape {
-            self.shape = Shape::Flat(c * h * w);
-            self.layers.push(Layer::Flatten);
+        if let Some(last) = self.net.pools.last_mut() {
+            *last = Some(MaxPool { kernel, stride });
         }
-        self
+        Ok(self)
     }
 
     fn width(&self) -> usize {
@@ -149,16 +168,13 @@ impl Builder<'_> {
         }
     }
 
-    /// A dense layer, followed by the activation unless it is the output layer.
-    fn dense(&mut self, out: usize, activated: bool) -> &mut Self {
-        self.flatten();
+    /// A dense layer (the activation follows every dense layer but the last).
+    fn dense(&mut self, out: usize) -> Result<&mut Self> {
         let d_in = self.width();
-        self.layers.push(Layer::Linear(DpLinear::new(d_in, out, self.rng, self.device)));
-        if activated {
-            self.layers.push(Layer::Activation(self.activation));
-        }
+        self.count(d_in, out)?;
+        self.net.dense.push(DpLinearConfig::new(d_in, out).init(self.device));
         self.shape = Shape::Flat(out);
-        self
+        Ok(self)
     }
 }
 
@@ -170,42 +186,43 @@ pub fn build(
     classes: usize,
     rng: &mut ChaCha20Rng,
     device: &Device,
-) -> Result<Model> {
+) -> Result<ConvNet> {
     if spec.normalization == Normalization::Batch {
         return Err(EngineError::Unsupported(
             "BatchNorm has no DP implementation (it mixes the examples of a batch, so per-example \
-             gradients and their clipping are undefined); use GroupNorm, which normalises each example on its \
-             own (not yet in dptrain's model zoo), or --normalization none"
+             gradients and their clipping are undefined); use GroupNorm (dp_engine::nn::DpGroupNorm), which \
+             normalises each example on its own, or --normalization none"
                 .into(),
         ));
     }
     if classes < 2 {
         return Err(EngineError::invalid("classes", format!("{classes}: a classifier needs at least 2")));
     }
-    let mut b = Builder { layers: Vec::new(), shape: Shape::Image(input), activation: spec.activation, rng, device };
+    let net = ConvNet { convs: Vec::new(), dense: Vec::new(), pools: Vec::new(), activation: spec.activation };
+    let mut b = Builder { net, shape: Shape::Image(input), device, params: 0 };
     match spec.name {
         ModelName::MnistCnn => {
-            b.conv(16, 8, 2, 3)?.pool(2, 1)?.conv(32, 4, 2, 0)?.pool(2, 1)?.dense(32, true).dense(classes, false);
+            b.conv(16, 8, 2, 3)?.pool(2, 1)?.conv(32, 4, 2, 0)?.pool(2, 1)?.dense(32)?.dense(classes)?;
         }
         ModelName::XiangMnist => {
-            b.conv(32, 5, 1, 2)?.pool(2, 2)?.conv(64, 5, 1, 2)?.pool(2, 2)?.dense(128, true).dense(classes, false);
+            b.conv(32, 5, 1, 2)?.pool(2, 2)?.conv(64, 5, 1, 2)?.pool(2, 2)?.dense(128)?.dense(classes)?;
         }
         ModelName::Cifar10Cnn => {
             for channels in [32, 64, 128] {
                 b.conv(channels, 3, 1, 1)?.conv(channels, 3, 1, 1)?.pool(2, 2)?;
             }
-            b.dense(128, true).dense(128, true).dense(classes, false);
+            b.dense(128)?.dense(128)?.dense(classes)?;
         }
         ModelName::Logreg => {
-            b.dense(classes, false);
+            b.dense(classes)?;
         }
         ModelName::Mlp => {
             let hidden = spec.hidden.unwrap_or_else(|| input.iter().product());
             if hidden == 0 {
                 return Err(EngineError::invalid("hidden", "the hidden layer needs at least one unit"));
             }
-            b.dense(hidden, true).dense(classes, false);
+            b.dense(hidden)?.dense(classes)?;
         }
     }
-    Ok(Model::new(b.layers))
+    Ok(seeded(b.net, rng))
 }

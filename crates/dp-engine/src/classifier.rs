@@ -1,0 +1,60 @@
+//! Image classifiers on image datasets: the forward pass a classifier exposes, lots of an image
+//! dataset under per-example cross-entropy (what the zoo and the CLI train), and test accuracy.
+
+use crate::loss::{correct, cross_entropy, one_hot};
+use crate::step::lot::{ExampleLosses, LotSource};
+use burn::module::Module;
+use burn::tensor::{Device, Tensor, TensorData};
+use dp_data::ImageDataset;
+
+/// Examples per batch when evaluating.
+const EVAL_BATCH: usize = 1000;
+
+/// A Burn module that maps images [B, C, H, W] to class logits [B, classes].
+pub trait ImageClassifier: Module {
+    /// The logits of a batch of images.
+    fn logits(&self, x: Tensor<4>) -> Tensor<2>;
+}
+
+/// The images `indices` of `data` on `device`, with their labels.
+fn images(data: &ImageDataset, indices: &[usize], device: &Device) -> (Tensor<4>, Vec<u8>) {
+    let (pixels, labels) = data.batch(indices);
+    let [c, h, w] = data.shape();
+    (Tensor::from_data(TensorData::new(pixels, [indices.len(), c, h, w]), device), labels)
+}
+
+/// Lots of an image dataset under per-example cross-entropy.
+pub struct CrossEntropyLots<'a> {
+    /// The training images.
+    pub data: &'a ImageDataset,
+}
+
+impl<M: ImageClassifier> LotSource<M> for CrossEntropyLots<'_> {
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> ExampleLosses {
+        let (x, labels) = images(self.data, indices, device);
+        let logits = model.logits(x);
+        let targets = one_hot(&labels, self.data.classes(), device);
+        ExampleLosses {
+            losses: cross_entropy(logits.clone(), targets),
+            correct: Some(correct(logits.inner(), &labels, device)),
+        }
+    }
+}
+
+/// The accuracy of `model` on `data`.
+pub fn evaluate<M: ImageClassifier>(model: &M, data: &ImageDataset, device: &Device) -> f64 {
+    let model = model.valid();
+    let indices: Vec<usize> = (0..data.len()).collect();
+    let mut total: Option<Tensor<1>> = None;
+    for chunk in indices.chunks(EVAL_BATCH) {
+        let (x, labels) = images(data, chunk, device);
+        let batch = correct(model.logits(x), &labels, device).sum();
+        total = Some(total.map_or(batch.clone(), |t| t + batch));
+    }
+    let total = total.map_or(0.0, |t| f64::from(t.into_scalar::<f32>()));
+    total / data.len().max(1) as f64
+}

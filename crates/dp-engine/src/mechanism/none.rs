@@ -1,0 +1,34 @@
+//! `--mechanism none`: the unperturbed baseline. No clipping, no noise and no privacy; the step
+//! is ordinary Burn training (`step::plain`), so that time ratios are against what a user would
+//! run without DP.
+
+use super::Mechanism;
+use crate::error::Result;
+use crate::privacy::PrivacySpent;
+use crate::train_config::{MechanismName, TrainConfig};
+use dp_accounting::{Guarantee, PrivacyLedger};
+
+/// The unperturbed baseline.
+pub struct Unperturbed;
+
+impl Mechanism for Unperturbed {
+    fn name(&self) -> MechanismName {
+        MechanismName::None
+    }
+
+    fn is_private(&self) -> bool {
+        false
+    }
+
+    fn noise_multiplier(&self, _config: &TrainConfig, _rate: f64, _steps: u64) -> Result<Option<f64>> {
+        Ok(None)
+    }
+
+    fn privacy(&self, config: &TrainConfig, _ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
+        Ok(PrivacySpent { epsilon: None, delta: config.delta, accountant: "none".into(), guarantee: Guarantee::None })
+    }
+
+    fn notes(&self) -> Vec<String> {
+        vec!["--mechanism none: no clipping and no noise, so no privacy at all".into()]
+    }
+}

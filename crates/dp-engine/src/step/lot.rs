@@ -1,0 +1,128 @@
+//! A lot's summed gradient: the examples of the lot run through the model's ordinary forward
+//! pass in physical batches, recorded on the tape, and every example's gradient is clipped (when
+//! a bound is given) and added up, one flat tensor per parameter of the model's `ParamTable`.
+
+use super::batching::Batching;
+use crate::error::{EngineError, Result};
+use crate::grad_sample::ParamGrad;
+use crate::grad_sample::batch::{BatchGrads, ClipSpec};
+use crate::grad_sample::params::ParamTable;
+use crate::tensor_io::vector;
+use burn::tensor::{Device, Tensor};
+
+/// The model's loss on a batch, example by example.
+pub struct ExampleLosses {
+    /// Each example's loss [B] (the DP step differentiates their sum).
+    pub losses: Tensor<1>,
+    /// For classifiers, 1 where the example was predicted right and 0 elsewhere [B].
+    pub correct: Option<Tensor<1>>,
+}
+
+/// The training data of a run together with the model's loss on it: what lots are drawn from.
+/// `losses` runs the model's ordinary forward pass; any loss works, as long as each example's
+/// loss depends on that example only.
+pub trait LotSource<M> {
+    /// Number of training examples.
+    fn len(&self) -> usize;
+
+    /// True when there is no example.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The loss of `model` on each of the examples `indices` (repeats allowed), on `device`.
+    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> ExampleLosses;
+}
+
+/// Training metrics of one lot, kept on the device until read.
+#[derive(Debug, Clone, Default)]
+pub struct LotMetrics {
+    /// Summed loss.
+    pub loss_sum: Option<Tensor<1>>,
+    /// Correct predictions.
+    pub correct: Option<Tensor<1>>,
+    /// Examples in the lot.
+    pub examples: usize,
+}
+
+fn add(total: Option<Tensor<1>>, part: Tensor<1>) -> Option<Tensor<1>> {
+    Some(match total {
+        Some(t) => t + part,
+        None => part,
+    })
+}
+
+impl LotMetrics {
+    /// Adds a batch's summed loss and (when known) correct count.
+    pub fn add(&mut self, loss_sum: Tensor<1>, correct: Option<Tensor<1>>) {
+        self.loss_sum = add(self.loss_sum.take(), loss_sum);
+        if let Some(c) = correct {
+            self.correct = add(self.correct.take(), c);
+        }
+    }
+
+    /// (mean loss, accuracy when known) on the host; None for an empty lot.
+    pub fn read(&self) -> Option<(f64, Option<f64>)> {
+        let n = self.examples as f64;
+        let loss: f64 = self.loss_sum.clone()?.into_scalar::<f32>().into();
+        let correct = self.correct.clone().map(|c| f64::from(c.into_scalar::<f32>()) / n);
+        Some((loss / n, correct))
+    }
+}
+
+/// The examples of a physical batch of `rows`: the chunk, then copies of its first example
+/// (inert: the mask zeroes their loss), and the mask when there is padding.
+pub(crate) fn padded(chunk: &[usize], rows: usize, device: &Device) -> (Vec<usize>, Option<Tensor<1>>) {
+    let pad = rows - chunk.len();
+    let indices = chunk.iter().copied().chain(std::iter::repeat_n(chunk[0], pad)).collect();
+    let mask = (pad > 0)
+        .then(|| vector(std::iter::repeat_n(1.0, chunk.len()).chain(std::iter::repeat_n(0.0, pad)).collect(), device));
+    (indices, mask)
+}
+
+/// The sum over `lot` of each example's gradient of `model` (clipped as `clip` says; unclipped
+/// when None), one flat tensor per parameter of `table` (zeros where the lot reached none), and
+/// the lot's metrics. `model` should be in its validation state (`Module::valid`): the tape
+/// gives the per-example gradients, so no parameter gradient is needed.
+pub fn lot_sum<M>(
+    model: &M,
+    source: &dyn LotSource<M>,
+    lot: &[usize],
+    batching: Batching,
+    table: &ParamTable,
+    clip: Option<ClipSpec>,
+    device: &Device,
+) -> Result<(Vec<Tensor<1>>, LotMetrics)> {
+    if batching.size == 0 {
+        return Err(EngineError::invalid("batch size", "must be at least 1"));
+    }
+    let mut sums: Vec<Option<Tensor<1>>> = vec![None; table.params().len()];
+    let mut metrics = LotMetrics { examples: lot.len(), ..LotMetrics::default() };
+    for chunk in lot.chunks(batching.size) {
+        let (indices, mask) = padded(chunk, batching.padded(chunk.len()), device);
+        let (mut grads, correct) = BatchGrads::compute(|| {
+            let out = source.losses(model, &indices, device);
+            let losses = match &mask {
+                Some(m) => out.losses * m.clone(),
+                None => out.losses,
+            };
+            (losses.clone(), (losses.inner().sum(), out.correct))
+        })?;
+        let (loss_sum, correct) = correct;
+        metrics.add(loss_sum, correct.map(|c| c.narrow(0, 0, chunk.len()).sum()));
+        for ParamGrad { id, value } in grads.clipped_sum(clip) {
+            let k = table.index_of(id).ok_or_else(|| {
+                EngineError::Unsupported(format!(
+                    "a DP layer used in the forward pass (parameter {id}) is not part of the model given"
+                ))
+            })?;
+            sums[k] = add(sums[k].take(), value);
+        }
+    }
+    let sums = sums
+        .into_iter()
+        .zip(table.params())
+        .map(|(s, p)| s.unwrap_or_else(|| Tensor::zeros([p.len()], device)))
+        .collect();
+    Ok((sums, metrics))
+}

@@ -1,0 +1,96 @@
+//! The training step. A private run takes [`private::PrivateStep`]: sample a lot, run the model's
+//! forward pass with the tape, clip each example's gradient, add noise and record the ledger entry
+//! in one place, post-process, and hand the result to a burn-optim optimiser. The unperturbed
+//! baseline takes [`plain::PlainStep`]: ordinary Burn training of the same module (autodiff
+//! parameter gradients, no tape, no clipping), so that time ratios are against what a user runs
+//! without DP. Both implement [`TrainStep`], which is all the trainer and the benchmark see.
+
+pub mod batching;
+pub mod lot;
+pub mod plain;
+pub mod private;
+
+use crate::canaries::WhiteBoxCanaries;
+use crate::error::Result;
+use crate::grad_sample::batch::ClipSpec;
+use crate::grad_sample::params::ParamTable;
+use crate::mechanism::Mechanism;
+use crate::noise::GaussianNoise;
+use crate::train_config::TrainConfig;
+use batching::Batching;
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::{Device, Tensor};
+use dp_accounting::PrivacyLedger;
+use dp_data::{ChaChaState, LotSampler};
+use lot::{LotMetrics, LotSource};
+
+/// What a step carries between steps besides the model and optimiser, as a checkpoint keeps it.
+#[derive(Debug, Clone)]
+pub struct StepState {
+    /// The lot sampler (with its random stream).
+    pub sampler: LotSampler,
+    /// The noise stream's position (None for the baseline).
+    pub noise: Option<ChaChaState>,
+    /// Every privatised step taken (empty for the baseline).
+    pub ledger: PrivacyLedger,
+    /// The noise allocation's state: the optimized mechanism's average of released gradients.
+    pub released: Option<Vec<Tensor<1>>>,
+}
+
+/// One training step of a module `M` with lots from a [`LotSource`].
+pub trait TrainStep<M> {
+    /// Draws a lot, computes its (privatised) gradient and updates `model` with `optimizer` at
+    /// learning rate `lr`; the lot's training metrics come back with the model.
+    fn step(
+        &mut self,
+        model: M,
+        optimizer: &mut ModuleOptimizer,
+        lr: f64,
+        source: &dyn LotSource<M>,
+        device: &Device,
+    ) -> Result<(M, LotMetrics)>;
+
+    /// The state to checkpoint.
+    fn state(&self) -> StepState;
+
+    /// The privacy ledger so far (empty for the baseline).
+    fn ledger(&self) -> &PrivacyLedger;
+
+    /// An auditor's canaries, when the run is audited.
+    fn canaries(&self) -> Option<&WhiteBoxCanaries> {
+        None
+    }
+}
+
+/// The step of a run of `mechanism` at noise multiplier `z` (None: the baseline's plain step),
+/// continuing from `state`, with an auditor's `canaries` when the run is audited.
+pub fn for_run<M: Module>(
+    mechanism: Box<dyn Mechanism>,
+    config: &TrainConfig,
+    z: Option<f64>,
+    table: &ParamTable,
+    batching: Batching,
+    state: StepState,
+    canaries: Option<WhiteBoxCanaries>,
+) -> Box<dyn TrainStep<M>> {
+    let StepState { sampler, noise, ledger, released } = state;
+    let Some(z) = z else {
+        return Box::new(plain::PlainStep::new(sampler, batching));
+    };
+    Box::new(private::PrivateStep {
+        clip: ClipSpec {
+            clip_norm: config.clip_norm,
+            clipping: config.clipping(mechanism.as_ref()),
+            layers: table.layers().len(),
+        },
+        allocation: mechanism.allocation(z, config, table, released),
+        table: table.clone(),
+        batching,
+        sampler,
+        noise: noise.map_or_else(|| GaussianNoise::new(config.seed), GaussianNoise::from_state),
+        ledger,
+        canaries,
+        mechanism,
+    })
+}

@@ -1,0 +1,66 @@
+//! The unperturbed baseline: ordinary Burn training of the module, Burn's autodiff parameter
+//! gradients of the mean loss over the lot, then the optimiser. No tape, no probes, no clipping,
+//! no noise, no privacy.
+
+use super::batching::Batching;
+use super::lot::{LotMetrics, LotSource, padded};
+use super::{StepState, TrainStep};
+use crate::error::Result;
+use burn::module::Module;
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::tensor::Device;
+use dp_accounting::PrivacyLedger;
+use dp_data::LotSampler;
+
+/// Plain (non-private) training steps over lots drawn by `sampler`.
+pub struct PlainStep {
+    sampler: LotSampler,
+    batching: Batching,
+    ledger: PrivacyLedger,
+}
+
+impl PlainStep {
+    /// Steps over lots from `sampler`, in physical batches of `batching`.
+    pub fn new(sampler: LotSampler, batching: Batching) -> Self {
+        Self { sampler, batching, ledger: PrivacyLedger::new() }
+    }
+}
+
+impl<M: Module> TrainStep<M> for PlainStep {
+    fn step(
+        &mut self,
+        model: M,
+        optimizer: &mut ModuleOptimizer,
+        lr: f64,
+        source: &dyn LotSource<M>,
+        device: &Device,
+    ) -> Result<(M, LotMetrics)> {
+        let lot = self.sampler.next_lot();
+        let mut metrics = LotMetrics { examples: lot.len(), ..LotMetrics::default() };
+        if lot.is_empty() {
+            return Ok((model, metrics));
+        }
+        let mut accumulated = GradientsAccumulator::<M>::new();
+        let n = lot.len() as f64;
+        for chunk in lot.chunks(self.batching.size.max(1)) {
+            let (indices, mask) = padded(chunk, self.batching.padded(chunk.len()), device);
+            let out = source.losses(&model, &indices, device);
+            let loss = match mask {
+                Some(m) => (out.losses * m).sum(),
+                None => out.losses.sum(),
+            };
+            metrics.add(loss.clone().inner(), out.correct.map(|c| c.narrow(0, 0, chunk.len()).sum()));
+            let grads = GradientsParams::from_grads(loss.div_scalar(n).backward(), &model);
+            accumulated.accumulate(&model, grads);
+        }
+        Ok((optimizer.step(lr, model, accumulated.grads()), metrics))
+    }
+
+    fn state(&self) -> StepState {
+        StepState { sampler: self.sampler.clone(), noise: None, ledger: PrivacyLedger::new(), released: None }
+    }
+
+    fn ledger(&self) -> &PrivacyLedger {
+        &self.ledger
+    }
+}

@@ -1,0 +1,158 @@
+//! The DP step, in the order it happens: sample a lot; forward it with the tape and clip each
+//! example's gradient (`lot::lot_sum`); add the step's noise and divide by the expected lot size
+//! qN, recording the ledger entry (noise multiplier, rate, and how the lot was sampled) in the
+//! same function, so no noise is released unrecorded; score an auditor's canaries; feed the
+//! noise allocation; post-process (smoothing); step the optimiser. The expected lot size, never
+//! the realised one, divides: the realised size depends on the data.
+
+use super::batching::Batching;
+use super::lot::{LotMetrics, LotSource, lot_sum};
+use super::{StepState, TrainStep};
+use crate::allocation::{NoiseAllocation, StepNoise};
+use crate::canaries::WhiteBoxCanaries;
+use crate::error::{EngineError, Result};
+use crate::grad_sample::ParamGrad;
+use crate::grad_sample::batch::{ClipSpec, gradients_params};
+use crate::grad_sample::params::ParamTable;
+use crate::mechanism::Mechanism;
+use crate::noise::GaussianNoise;
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::{Device, Tensor};
+use dp_accounting::{GaussianSteps, LotSampling, PrivacyLedger};
+use dp_data::{LotSampler, Sampling};
+
+/// A private run's step and everything it carries between steps.
+pub struct PrivateStep {
+    /// The mechanism (allocation and post-processing).
+    pub mechanism: Box<dyn Mechanism>,
+    /// The model's parameters.
+    pub table: ParamTable,
+    /// Clipping of each example's gradient.
+    pub clip: ClipSpec,
+    /// Physical batches.
+    pub batching: Batching,
+    /// Draws the lots.
+    pub sampler: LotSampler,
+    /// How the noise is spread over the parameters, and its state.
+    pub allocation: NoiseAllocation,
+    /// The noise stream.
+    pub noise: GaussianNoise,
+    /// Every privatised step so far.
+    pub ledger: PrivacyLedger,
+    /// An auditor's white-box canaries, when the run is audited.
+    pub canaries: Option<WhiteBoxCanaries>,
+}
+
+/// How a sampler draws lots, as the ledger records it, and its rate q.
+fn sampling_of(sampler: &LotSampler) -> (LotSampling, f64) {
+    match sampler.sampling() {
+        Sampling::Poisson { rate } => (LotSampling::Poisson, rate),
+        Sampling::Shuffled { lot_size } => {
+            (LotSampling::Shuffled, lot_size as f64 / sampler.population().max(1) as f64)
+        }
+    }
+}
+
+/// The full-data mean gradient of `model` (unclipped, with the included canaries as records):
+/// seed 004's model sensitivity w.
+pub fn mean_gradient<M>(
+    model: &M,
+    source: &dyn LotSource<M>,
+    batching: Batching,
+    table: &ParamTable,
+    canaries: Option<&WhiteBoxCanaries>,
+    device: &Device,
+) -> Result<Vec<Tensor<1>>> {
+    let everyone: Vec<usize> = (0..source.len()).collect();
+    let (sums, _) = lot_sum(model, source, &everyone, batching, table, None, device)?;
+    let n = source.len().max(1);
+    let w = sums.into_iter().map(|s| s.div_scalar(n as f64)).collect();
+    Ok(match canaries {
+        Some(c) => c.add_to_mean(w, n),
+        None => w,
+    })
+}
+
+impl PrivateStep {
+    /// The noise of the next step (the sphere computes its w from `model` when due).
+    pub fn next_noise<M>(&mut self, model: &M, source: &dyn LotSource<M>, device: &Device) -> Result<StepNoise> {
+        let Self { table, batching, canaries, allocation, ledger, .. } = self;
+        allocation.step_noise(ledger.total_steps(), table, &mut || {
+            mean_gradient(model, source, *batching, table, canaries.as_ref(), device)
+        })
+    }
+
+    /// 1 / (qN): what the noisy sum is multiplied by (the expected lot size, never the realised).
+    fn scale(&self) -> f32 {
+        (1.0 / (sampling_of(&self.sampler).1 * self.sampler.population() as f64)) as f32
+    }
+
+    /// (sum + noise) / qN for every parameter, and the ledger entry of this release.
+    fn release(&mut self, sums: Vec<Tensor<1>>, noise: &StepNoise) -> Result<Vec<Tensor<1>>> {
+        let (sampling, rate) = sampling_of(&self.sampler);
+        let entry = GaussianSteps::sampled(noise.noise_multiplier, rate, 1, sampling)
+            .map_err(|e| EngineError::Privacy(e.to_string()))?;
+        if noise.scales.len() != sums.len() {
+            return Err(EngineError::invalid(
+                "noise",
+                format!("{} scales for {} parameters", noise.scales.len(), sums.len()),
+            ));
+        }
+        let scale = self.scale();
+        let released = sums
+            .into_iter()
+            .zip(&noise.scales)
+            .map(|(s, sigma)| self.noise.perturb(s, sigma, scale))
+            .collect::<Result<Vec<_>>>()?;
+        self.ledger.record_entry(entry);
+        Ok(released)
+    }
+}
+
+impl<M: Module> TrainStep<M> for PrivateStep {
+    fn step(
+        &mut self,
+        model: M,
+        optimizer: &mut ModuleOptimizer,
+        lr: f64,
+        source: &dyn LotSource<M>,
+        device: &Device,
+    ) -> Result<(M, LotMetrics)> {
+        let lot = self.sampler.next_lot();
+        let inference = model.valid();
+        let noise = self.next_noise(&inference, source, device)?;
+        let (mut sums, metrics) =
+            lot_sum(&inference, source, &lot, self.batching, &self.table, Some(self.clip), device)?;
+        if let Some(c) = self.canaries.as_mut() {
+            c.inject(&mut sums)?;
+        }
+        let released = self.release(sums, &noise)?;
+        let scale = self.scale();
+        if let Some(c) = self.canaries.as_mut() {
+            c.observe(&released, &noise.scales, scale)?;
+        }
+        self.allocation.observe(&released);
+        let grads = self.mechanism.post_process(released, &self.table)?;
+        let grads = self.table.params().iter().zip(grads).map(|(p, value)| ParamGrad { id: p.id, value }).collect();
+        let model = optimizer.step(lr, model, gradients_params(grads, &self.table)?);
+        Ok((model, metrics))
+    }
+
+    fn state(&self) -> StepState {
+        StepState {
+            sampler: self.sampler.clone(),
+            noise: Some(self.noise.state().clone()),
+            ledger: self.ledger.clone(),
+            released: self.allocation.released().map(<[Tensor<1>]>::to_vec),
+        }
+    }
+
+    fn ledger(&self) -> &PrivacyLedger {
+        &self.ledger
+    }
+
+    fn canaries(&self) -> Option<&WhiteBoxCanaries> {
+        self.canaries.as_ref()
+    }
+}

@@ -1,0 +1,46 @@
+//! The zoo's architectures as one Burn module: convolutions (each followed by the activation and
+//! optionally max pooling), then dense layers (the activation between them). An ordinary
+//! `#[derive(Module)]` struct of DP layers, trained exactly as a user's own model is.
+
+use crate::activation::Activation;
+use crate::classifier::ImageClassifier;
+use crate::nn::{DpConv2d, DpLinear};
+use crate::pool::MaxPool;
+use burn::module::Module;
+use burn::tensor::Tensor;
+
+/// Convolutions, then dense layers.
+#[derive(Module, Debug)]
+pub struct ConvNet {
+    /// The convolutions, in order.
+    pub convs: Vec<DpConv2d>,
+    /// The dense layers, in order (the last gives the logits).
+    pub dense: Vec<DpLinear>,
+    /// Max pooling after each convolution, where there is one.
+    #[module(skip)]
+    pub pools: Vec<Option<MaxPool>>,
+    /// The non-linearity after every layer but the last.
+    #[module(skip)]
+    pub activation: Activation,
+}
+
+impl ImageClassifier for ConvNet {
+    fn logits(&self, x: Tensor<4>) -> Tensor<2> {
+        let mut h = x;
+        for (conv, pool) in self.convs.iter().zip(&self.pools) {
+            h = self.activation.apply(conv.forward(h));
+            if let Some(p) = pool {
+                h = p.apply(h);
+            }
+        }
+        let mut h = h.flatten::<2>(1, 3);
+        let last = self.dense.len().saturating_sub(1);
+        for (i, layer) in self.dense.iter().enumerate() {
+            h = layer.forward(h);
+            if i < last {
+                h = self.activation.apply(h);
+            }
+        }
+        h
+    }
+}
