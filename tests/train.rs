@@ -315,3 +315,85 @@ fn audit_canaries_bound_each_mechanism_below_its_certificate() {
     one_line_error(&bad(&["-z", "1", "--epochs", "1", "--audit-confidence", "1.5"]), "confidence");
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--audit-canaries", "9000"]].concat()), "coordinates");
 }
+
+/// Rewrites the checkpoint in `out` with `edit` applied to its header and the digest recomputed:
+/// a careful edit, not a damaged file, so that only the checks against the run can catch it.
+fn tamper(out: &Path, edit: &dyn Fn(&mut Value)) {
+    use sha2::Digest;
+    let path = out.join("checkpoint.bin");
+    let bytes = std::fs::read(&path).unwrap();
+    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&bytes[16..16 + len]).unwrap();
+    edit(&mut header);
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut body = b"DPTCKPT2".to_vec();
+    body.extend((header.len() as u64).to_le_bytes());
+    body.extend(&header);
+    body.extend(&bytes[16 + len..bytes.len() - 32]);
+    let digest = sha2::Sha256::digest(&body);
+    body.extend(digest);
+    std::fs::write(&path, body).unwrap();
+}
+
+/// Issue 17: every privacy-relevant field of a checkpoint, edited (with a valid digest), is
+/// refused on --resume in one line, and the run is never resumed; a damaged file and a
+/// config.toml that is not the checkpoint's are refused too; the untouched checkpoint resumes.
+#[test]
+fn a_tampered_checkpoint_is_refused_and_never_resumed() {
+    let (tmp, data) = temp_with_dataset(300);
+    let out = tmp.path().join("run");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = base_args(d, o);
+    args.extend(["--epochs", "2", "-z", "1.2", "--seed", "3", "--stop-after", "3"]);
+    assert!(dptrain(&args).status.success());
+    let original = std::fs::read(out.join("checkpoint.bin")).unwrap();
+    let resume = || dptrain(&[base_args(d, o), vec!["--resume"]].concat());
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "noise multiplier",
+            Box::new(|h| h["ledger"]["entries"][0]["noise_multiplier"] = 100.0.into()),
+            "ledger entry",
+        ),
+        ("sampling rate", Box::new(|h| h["ledger"]["entries"][0]["sample_rate"] = 0.0043.into()), "ledger entry"),
+        ("shuffled entry", Box::new(|h| h["ledger"]["entries"][0]["sampling"] = "shuffled".into()), "ledger entry"),
+        ("ledger steps", Box::new(|h| h["ledger"]["entries"][0]["steps"] = 1.into()), "ledger holds 1"),
+        ("empty ledger", Box::new(|h| h["ledger"]["entries"] = serde_json::json!([])), "ledger holds 0"),
+        ("step", Box::new(|h| h["step"] = 2.into()), "the run took 2"),
+        ("planned steps", Box::new(|h| h["planned_steps"] = 5.into()), "planned"),
+        ("sampler rate", Box::new(|h| h["sampler"]["sampling"]["rate"] = 1.0.into()), "sampler"),
+        ("sampler size", Box::new(|h| h["sampler"]["n"] = 1_000_000.into()), "sampler"),
+        ("noise position", Box::new(|h| h["noise"]["word_pos"] = 0.into()), "noise stream"),
+        ("no noise", Box::new(|h| h["noise"] = Value::Null), "noise stream"),
+        ("config digest", Box::new(|h| h["config_digest"] = "0".repeat(64).into()), "config.toml"),
+    ];
+    for (what, edit, needle) in &cases {
+        std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
+        tamper(&out, edit.as_ref());
+        let tampered = std::fs::read(out.join("checkpoint.bin")).unwrap();
+        let refused = resume();
+        assert!(!refused.status.success(), "{what}: resumed");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{what}: {stderr}");
+        assert!(stderr.contains(needle), "{what}: {stderr}");
+        assert!(std::fs::read(out.join("checkpoint.bin")).unwrap() == tampered, "{what}: the run went on");
+    }
+    // A flipped byte without a new digest: damaged.
+    let mut damaged = original.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 1;
+    std::fs::write(out.join("checkpoint.bin"), &damaged).unwrap();
+    one_line_error(&resume(), "digest");
+    // The run folder's config.toml replaced by another run's.
+    std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
+    let config = std::fs::read_to_string(out.join("config.toml")).unwrap();
+    for (from, to) in [("clip_norm = 1.0", "clip_norm = 9.0"), ("mechanism = \"gaussian\"", "mechanism = \"none\"")] {
+        assert!(config.contains(from), "{config}");
+        std::fs::write(out.join("config.toml"), config.replace(from, to)).unwrap();
+        one_line_error(&resume(), "config.toml");
+    }
+    std::fs::write(out.join("config.toml"), config).unwrap();
+    let resumed = resume();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(checkpoint(&out)["step"], 12);
+}

@@ -9,7 +9,6 @@
 
 use crate::error::{EngineError, Result};
 use crate::tensor_io::to_host;
-use crate::train_config::TrainConfig;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use dp_accounting::PrivacyLedger;
@@ -32,9 +31,8 @@ const MAX_HEADER: u64 = 64 << 20;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Header {
-    /// The run's configuration (with its noise multiplier resolved).
-    pub config: TrainConfig,
-    /// SHA-256 of the run folder's config.toml, which this checkpoint belongs to.
+    /// SHA-256 of the run folder's config.toml (the run's configuration), which this checkpoint
+    /// belongs to.
     pub config_digest: String,
     /// Steps the run plans in total.
     pub planned_steps: u64,

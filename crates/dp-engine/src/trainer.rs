@@ -290,13 +290,34 @@ struct Restored {
     seconds: f64,
 }
 
+/// Loads the checkpoint of the run in `run_dir` and the run's configuration (its config.toml),
+/// refused unless that config.toml is the one the checkpoint belongs to: the configuration
+/// decides every other check.
+fn load_checkpoint(run_dir: &Path) -> Result<(Checkpoint, TrainConfig)> {
+    let path = checkpoint_path(run_dir);
+    let ckpt = Checkpoint::load(&path)?;
+    let toml = run_dir.join("config.toml");
+    let bytes = fs::read(&toml).map_err(|e| EngineError::Checkpoint { path: toml.clone(), reason: e.to_string() })?;
+    if sha256_hex(&bytes) != ckpt.header.config_digest {
+        return Err(EngineError::Checkpoint {
+            path,
+            reason: "the run folder's config.toml is not the one this checkpoint belongs to".into(),
+        });
+    }
+    let config = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| toml::from_str(text).ok())
+        .ok_or_else(|| EngineError::Checkpoint { path: toml, reason: "not a run configuration".into() })?;
+    Ok((ckpt, config))
+}
+
 /// Restores a run from `ckpt` after checking everything its privacy claim depends on against
-/// the run itself: the config.toml it belongs to, the step counts, every ledger entry's noise
+/// the run itself: the step counts, every ledger entry's noise
 /// multiplier, rate and sampling, the sampler's N and rate, the noise stream's position, and
 /// that the records fit the model. A checkpoint failing any check is refused in one line.
 fn resume(
     ckpt: Checkpoint,
-    config_digest: &str,
+    config: &TrainConfig,
     plan: &Plan,
     mechanism: &dyn Mechanism,
     fresh: (ConvNet, ModuleOptimizer),
@@ -305,10 +326,6 @@ fn resume(
 ) -> Result<Restored> {
     let refuse = |reason: String| EngineError::Checkpoint { path: path.to_path_buf(), reason };
     let h = ckpt.header;
-    let config = &h.config;
-    if h.config_digest != config_digest {
-        return Err(refuse("the run folder's config.toml is not the one this checkpoint belongs to".into()));
-    }
     if h.planned_steps != plan.planned_steps || h.step > plan.planned_steps {
         return Err(refuse(format!(
             "step {} of {} planned; the run plans {}",
@@ -396,7 +413,6 @@ fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
 
 /// Everything a checkpoint is written from.
 struct Snapshot<'a> {
-    config: &'a TrainConfig,
     config_digest: &'a str,
     planned_steps: u64,
     step: u64,
@@ -417,7 +433,6 @@ fn save(
     let optimizer_bytes = optimizer.into_bytes().map_err(record_err)?.to_vec();
     let released: Option<Vec<Vec<f32>>> = state.released.map(|r| r.iter().map(to_host).collect());
     let header = Header {
-        config: snap.config.clone(),
         config_digest: snap.config_digest.to_string(),
         planned_steps: snap.planned_steps,
         step: snap.step,
@@ -455,10 +470,14 @@ pub fn train(
             return Err(EngineError::invalid("audit confidence", format!("{} is not in (0, 1)", request.confidence)));
         }
     }
-    let checkpoint = if session.resume { Some(Checkpoint::load(&ckpt_path)?) } else { None };
-    // A resumed run continues with its own configuration, whatever else was passed.
-    let config =
-        checkpoint.as_ref().map_or(config, |c| TrainConfig { out_dir: run_dir.clone(), ..c.header.config.clone() });
+    let (checkpoint, config) = match session.resume {
+        // A resumed run continues with its own configuration, whatever else was passed.
+        true => {
+            let (ckpt, own) = load_checkpoint(&run_dir)?;
+            (Some(ckpt), TrainConfig { out_dir: run_dir.clone(), ..own })
+        }
+        false => (None, config),
+    };
     let mechanism = mechanism::for_config(&config)?;
     config.validate(mechanism.as_ref())?;
     let (train_data, test_data) = load_data(&config)?;
@@ -495,11 +514,8 @@ pub fn train(
     };
     let (config_digest, restored) = match checkpoint {
         Some(ckpt) => {
-            let toml = fs::read(run_dir.join("config.toml"))
-                .map_err(|e| EngineError::Checkpoint { path: run_dir.join("config.toml"), reason: e.to_string() })?;
-            let digest = sha256_hex(&toml);
-            let restored = resume(ckpt, &digest, &plan, mechanism.as_ref(), (model, fresh_optimizer), &ckpt_path, dev)?;
-            (digest, restored)
+            let digest = ckpt.header.config_digest.clone();
+            (digest, resume(ckpt, &config, &plan, mechanism.as_ref(), (model, fresh_optimizer), &ckpt_path, dev)?)
         }
         None => {
             let digest = start_run_folder(&run_dir, &config, plan.z, session.overwrite)?;
@@ -563,13 +579,7 @@ pub fn train(
         if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at {
             seconds += segment.elapsed().as_secs_f64();
             segment = Instant::now();
-            let snap = Snapshot {
-                config: &config,
-                config_digest: &config_digest,
-                planned_steps: plan.planned_steps,
-                step,
-                seconds,
-            };
+            let snap = Snapshot { config_digest: &config_digest, planned_steps: plan.planned_steps, step, seconds };
             save(&snap, &model, &optimizer, stepper.state(), &ckpt_path)?;
         }
     }
