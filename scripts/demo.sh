@@ -17,4 +17,4 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
     fi
 fi
 cargo run --release --locked -- train --model mnist-cnn --epochs 1 --lot-size 256 --target-epsilon 3 --delta 1e-5 \
-    --learning-rate 2 --clip-norm 0.1 --momentum 0.9 --out-dir runs/demo "$@"
+    --learning-rate 2 --clip-norm 0.1 --momentum 0.9 --out-dir runs/demo --overwrite "$@"
