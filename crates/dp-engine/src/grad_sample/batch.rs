@@ -83,7 +83,8 @@ pub fn gradients_params(grads: Vec<ParamGrad>, table: &ParamTable) -> Result<Gra
     Ok(out)
 }
 
-fn unknown(id: ParamId) -> EngineError {
+/// The refusal of a gradient for a parameter that is not in the model's `ParamTable`.
+pub(crate) fn unknown(id: ParamId) -> EngineError {
     EngineError::Unsupported(format!(
         "a DP layer used in the forward pass (parameter {id}) is not part of the model given"
     ))

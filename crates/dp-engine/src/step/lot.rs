@@ -5,7 +5,7 @@
 use super::batching::Batching;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::ParamGrad;
-use crate::grad_sample::batch::{BatchGrads, ClipSpec};
+use crate::grad_sample::batch::{BatchGrads, ClipSpec, unknown};
 use crate::grad_sample::params::ParamTable;
 use crate::tensor_io::vector;
 use burn::tensor::{Device, Tensor};
@@ -111,11 +111,7 @@ pub fn lot_sum<M>(
         let (loss_sum, correct) = correct;
         metrics.add(loss_sum, correct.map(|c| c.narrow(0, 0, chunk.len()).sum()));
         for ParamGrad { id, value } in grads.clipped_sum(clip) {
-            let k = table.index_of(id).ok_or_else(|| {
-                EngineError::Unsupported(format!(
-                    "a DP layer used in the forward pass (parameter {id}) is not part of the model given"
-                ))
-            })?;
+            let k = table.index_of(id).ok_or_else(|| unknown(id))?;
             sums[k] = add(sums[k].take(), value);
         }
     }
