@@ -271,13 +271,6 @@ impl TrainArgs {
     }
 }
 
-fn epsilon_text(p: &PrivacySpent) -> String {
-    match p.epsilon {
-        Some(e) => format!("epsilon {e:.4} (delta {:e}, {}, {})", p.delta, p.accountant, p.guarantee),
-        None => "epsilon infinite (no privacy, label none)".to_string(),
-    }
-}
-
 /// Runs `dptrain train`.
 pub fn run(args: TrainArgs) -> Result<()> {
     let config = args.resolve()?;
@@ -312,10 +305,10 @@ pub fn run(args: TrainArgs) -> Result<()> {
             let z = noise_multiplier.map_or("none".to_string(), |z| format!("{z:.4}"));
             bar.println(format!(
                 "privacy: noise multiplier {z}; the {planned_steps} planned steps spend {}",
-                epsilon_text(planned_privacy)
+                planned_privacy
             ));
             if let Some(p) = planned_sigma_privacy {
-                bar.println(format!("privacy of the smallest sigma used: {}", epsilon_text(p)));
+                bar.println(format!("privacy of the smallest sigma used: {}", p));
             }
             for note in notes {
                 bar.println(format!("note: {note}"));
@@ -332,7 +325,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             bar.set_message(format!("loss {loss:.3}{accuracy} {last_privacy}"));
         }
         Event::Evaluated { step, test_accuracy, privacy } => {
-            last_privacy = epsilon_text(privacy);
+            last_privacy = privacy.to_string();
             bar.println(format!("step {step}: test accuracy {:.2}%, {last_privacy}", test_accuracy * 100.0));
         }
     };
@@ -353,13 +346,13 @@ fn print_report(r: &TrainReport, json: bool) -> Result<()> {
     println!(
         "test accuracy {:.2}% | {} | {} steps in {:.1} s on {}",
         r.test_accuracy * 100.0,
-        epsilon_text(&privacy),
+        privacy,
         r.steps,
         r.seconds,
         r.device
     );
     if let Some(p) = &r.sigma_privacy {
-        println!("privacy of the smallest sigma actually used: {}", epsilon_text(p));
+        println!("privacy of the smallest sigma actually used: {}", p);
     }
     if let Some(a) = &r.audit {
         println!(

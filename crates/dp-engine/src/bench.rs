@@ -99,7 +99,7 @@ fn contender(
         .map_err(|e| EngineError::Data(e.to_string()))?;
     let state = StepState { sampler, noise: None, ledger: PrivacyLedger::new(), released: None };
     Ok(Contender {
-        step: step::for_run(mechanism, &run, z, table, batching, state, None),
+        step: step::for_run(mechanism.into(), &run, z, table, batching, state, None),
         model: Some(model.clone()),
         optimizer: optimizer(OptimizerName::Sgd, 0.0, 0.0),
     })

@@ -6,6 +6,7 @@ use crate::error::{EngineError, Result};
 use crate::train_config::{AccountantName, TrainConfig};
 use dp_accounting::{Accountant, Guarantee, PrivacyLedger, PrvAccountant, RdpAccountant, calibrate_noise_multiplier};
 use serde::Serialize;
+use std::fmt;
 
 /// An epsilon with everything needed to read it.
 #[derive(Debug, Clone, Serialize)]
@@ -18,6 +19,16 @@ pub struct PrivacySpent {
     pub accountant: String,
     /// How much to trust it.
     pub guarantee: Guarantee,
+}
+
+impl fmt::Display for PrivacySpent {
+    /// "epsilon 3.0000 (delta 1e-5, rdp, certified)": never an epsilon without its label.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.epsilon {
+            Some(e) => write!(f, "epsilon {e:.4} (delta {:e}, {}, {})", self.delta, self.accountant, self.guarantee),
+            None => f.write_str("epsilon infinite (no privacy, label none)"),
+        }
+    }
 }
 
 /// The accountant a run names.

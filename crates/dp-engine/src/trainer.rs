@@ -1,25 +1,28 @@
 //! `dptrain train`: a zoo model on an image dataset, trained by the DP step (or, for the
 //! baseline, by plain Burn training) with a burn-optim optimiser, the privacy ledger recorded by
 //! the step itself, evaluation, metrics, checkpoints and resume. The run is set up in named
-//! pieces: [`plan`] (steps, noise multiplier, budget check), the run folder, a fresh start or
-//! [`resume`] (every privacy-relevant field of the checkpoint checked against the run), canary
-//! placement, then the loop.
+//! pieces: [`crate::plan`] (steps, noise multiplier, budget check), the run folder, a fresh start
+//! (with the library's dry run) or [`resume`] (every privacy-relevant field of the checkpoint
+//! checked against the run), canary placement; then the loop steps the library's
+//! [`DpOptimizer`], as a library user would.
 
 use crate::allocation::StepNoise;
 use crate::backend::SelectedDevice;
 use crate::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
 use crate::checkpoint::{Checkpoint, Header, checkpoint_path, sha256_hex, values_digest, write_atomic};
 use crate::classifier::{CrossEntropyLots, evaluate};
-use crate::clipping::Clipping;
+use crate::dp_optimizer::{DpOptimizer, StartFrom};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::mechanism::{self, Mechanism};
 use crate::noise::GaussianNoise;
 use crate::optimizer::optimizer;
+use crate::plan::{Plan, fresh_sampler, lot_sampling, plan};
 use crate::privacy::PrivacySpent;
+use crate::privacy_engine::dry_run;
+use crate::step::StepState;
 use crate::step::batching::Batching;
 use crate::step::private::mean_gradient;
-use crate::step::{self, StepState};
 use crate::tensor_io::{to_host, vector};
 use crate::train_config::{MechanismName, SamplingName, TrainConfig};
 use crate::zoo::{ConvNet, ModelSpec, build};
@@ -27,12 +30,13 @@ use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device};
-use dp_accounting::{Guarantee, LotSampling, PrivacyLedger};
-use dp_data::{ChaChaState, DatasetName, ImageDataset, LotSampler, Sampling, Split};
+use dp_accounting::{Guarantee, PrivacyLedger};
+use dp_data::{ChaChaState, DatasetName, ImageDataset, Sampling, Split};
 use serde::Serialize;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The ChaCha20 stream reserved for parameter initialisation.
@@ -171,75 +175,6 @@ pub struct Session {
     pub overwrite: bool,
 }
 
-/// What a run plans, from its configuration and training-set size alone.
-pub struct Plan {
-    /// Training examples N.
-    pub n: usize,
-    /// Sampling rate q = L / N.
-    pub sample_rate: f64,
-    /// Steps of the whole run.
-    pub planned_steps: u64,
-    /// Noise multiplier (None for the baseline).
-    pub z: Option<f64>,
-    /// Clipping used.
-    pub clipping: Clipping,
-    /// The privacy of the whole planned run.
-    pub privacy: PrivacySpent,
-    /// The mechanism's second readout of the planned run.
-    pub second: Option<PrivacySpent>,
-}
-
-/// The ledger sampling of a run.
-fn lot_sampling(config: &TrainConfig) -> LotSampling {
-    match config.sampling {
-        SamplingName::Poisson => LotSampling::Poisson,
-        SamplingName::Shuffled => LotSampling::Shuffled,
-    }
-}
-
-/// Steps, noise multiplier and planned privacy of a run on `n` examples; refused when the
-/// planned run would spend more than its target epsilon.
-pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result<Plan> {
-    if config.lot_size > n {
-        return Err(EngineError::invalid("lot size", format!("{} exceeds the {n} training examples", config.lot_size)));
-    }
-    let sample_rate = config.lot_size as f64 / n as f64;
-    let planned_steps = config.planned_steps(n)?;
-    let z = mechanism.noise_multiplier(config, sample_rate, planned_steps)?;
-    let mut ledger = PrivacyLedger::new();
-    if let Some(z) = z {
-        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, lot_sampling(config))
-            .map_err(|e| EngineError::Privacy(e.to_string()))?;
-        ledger.record_entry(entry);
-    }
-    let privacy = mechanism.privacy(config, &ledger, planned_steps)?;
-    if let (Some(target), Some(eps)) = (config.target_epsilon, privacy.epsilon)
-        && eps > target * (1.0 + 1e-9)
-    {
-        return Err(EngineError::Privacy(format!(
-            "the planned run would spend epsilon {eps}, above the budget {target}"
-        )));
-    }
-    let second = mechanism.second_readout(config, &ledger)?;
-    Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(mechanism), privacy, second })
-}
-
-/// The caveats of a run: its mechanism's, then those of its sampling and seed.
-fn notes(config: &TrainConfig, mechanism: &dyn Mechanism) -> Vec<String> {
-    let mut notes = mechanism.notes();
-    if mechanism.is_private() {
-        if config.sampling == SamplingName::Shuffled {
-            notes.push(
-                "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
-            );
-        }
-        if config.seed.is_some() {
-            notes.push("reproducible run: sampling and noise derive from --seed, so the guarantee holds only while the seed stays secret".into());
-        }
-    }
-    notes
-}
-
 /// The files a run writes into its folder.
 const RUN_FILES: [&str; 4] = ["checkpoint.bin", "config.toml", "metrics.jsonl", "report.json"];
 
@@ -270,15 +205,6 @@ fn start_run_folder(run_dir: &Path, config: &TrainConfig, z: Option<f64>, overwr
     let toml = format!("# The settings of this run; its noise multiplier resolves to {z}.\n{settings}");
     write_atomic(&run_dir.join("config.toml"), toml.as_bytes())?;
     Ok(sha256_hex(toml.as_bytes()))
-}
-
-/// The lot sampler a fresh run starts with.
-fn fresh_sampler(config: &TrainConfig, plan: &Plan) -> Result<LotSampler> {
-    let sampling = match config.sampling {
-        SamplingName::Poisson => Sampling::Poisson { rate: plan.sample_rate },
-        SamplingName::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
-    };
-    LotSampler::new(sampling, plan.n, config.seed).map_err(|e| EngineError::Data(e.to_string()))
 }
 
 /// A run continued from its checkpoint.
@@ -478,10 +404,11 @@ pub fn train(
         }
         false => (None, config),
     };
-    let mechanism = mechanism::for_config(&config)?;
+    let mechanism: Arc<dyn Mechanism> = mechanism::for_config(&config)?.into();
     config.validate(mechanism.as_ref())?;
     let (train_data, test_data) = load_data(&config)?;
     let plan = plan(&config, mechanism.as_ref(), train_data.len())?;
+    let planned_second = plan.second.clone();
 
     let spec = ModelSpec {
         name: config.model,
@@ -518,6 +445,7 @@ pub fn train(
             (digest, resume(ckpt, &config, &plan, mechanism.as_ref(), (model, fresh_optimizer), &ckpt_path, dev)?)
         }
         None => {
+            dry_run(&model, &source, batching, &ParamTable::of(&model)?, dev)?;
             let digest = start_run_folder(&run_dir, &config, plan.z, session.overwrite)?;
             let state = StepState {
                 sampler: fresh_sampler(&config, &plan)?,
@@ -528,34 +456,35 @@ pub fn train(
             (digest, Restored { model: model.train(), optimizer: fresh_optimizer, state, step: 0, seconds: 0.0 })
         }
     };
-    let Restored { mut model, mut optimizer, state, mut step, mut seconds } = restored;
+    let Restored { mut model, optimizer, state, mut step, mut seconds } = restored;
     // After a resume the parameters carry the checkpoint's ids: the table is taken from them.
     let table = ParamTable::of(&model)?;
-    let notes = notes(&config, mechanism.as_ref());
+    let planned_steps = plan.planned_steps;
+    let (n, sample_rate, z) = (plan.n, plan.sample_rate, plan.z);
+    let start = StartFrom { state, steps_taken: step, canaries };
+    let mut dp = DpOptimizer::assemble(config.clone(), mechanism, plan, &table, optimizer, start, device);
     observe(&Event::Started {
         device: format!("{} ({})", device.backend, device.name),
         parameters: table.num_params(),
-        train_examples: plan.n,
-        sample_rate: plan.sample_rate,
-        noise_multiplier: plan.z,
-        planned_steps: plan.planned_steps,
+        train_examples: n,
+        sample_rate,
+        noise_multiplier: z,
+        planned_steps,
         start_step: step,
-        planned_privacy: plan.privacy.clone(),
-        planned_sigma_privacy: plan.second.clone(),
-        notes: notes.clone(),
+        planned_privacy: dp.planned_privacy().clone(),
+        planned_sigma_privacy: planned_second,
+        notes: dp.notes().to_vec(),
     });
-    let mut stepper =
-        step::for_run(mechanism::for_config(&config)?, &config, plan.z, &table, batching, state, canaries);
-    let steps_per_epoch = ((plan.n as f64 / config.lot_size as f64).round() as u64).max(1);
+    let steps_per_epoch = ((n as f64 / config.lot_size as f64).round() as u64).max(1);
     let log_every = (steps_per_epoch / 10).max(1);
     let metrics_path = run_dir.join("metrics.jsonl");
     let mut segment = Instant::now();
-    let stop_at = session.stop_after.map_or(plan.planned_steps, |s| (step + s).min(plan.planned_steps));
+    let stop_at = session.stop_after.map_or(planned_steps, |s| (step + s).min(planned_steps));
     while step < stop_at {
-        let (next, metrics) = stepper.step(model, &mut optimizer, config.learning_rate, &source, dev)?;
+        let (next, metrics) = dp.step(model, &source, config.learning_rate)?;
         model = next;
         step += 1;
-        if step % log_every == 0 || step == plan.planned_steps {
+        if step % log_every == 0 || step == planned_steps {
             if let Some((loss, accuracy)) = metrics.read() {
                 if !loss.is_finite() {
                     return Err(EngineError::Diverged(format!(
@@ -567,43 +496,40 @@ pub fn train(
                 observe(&event);
             }
         }
-        if step % steps_per_epoch == 0 || step == plan.planned_steps {
-            let event = Event::Evaluated {
-                step,
-                test_accuracy: evaluate(&model, &test_data, dev),
-                privacy: mechanism.privacy(&config, stepper.ledger(), plan.planned_steps)?,
-            };
+        if step % steps_per_epoch == 0 || step == planned_steps {
+            let event =
+                Event::Evaluated { step, test_accuracy: evaluate(&model, &test_data, dev), privacy: dp.privacy()? };
             append_line(&metrics_path, &event)?;
             observe(&event);
         }
         if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at {
             seconds += segment.elapsed().as_secs_f64();
             segment = Instant::now();
-            let snap = Snapshot { config_digest: &config_digest, planned_steps: plan.planned_steps, step, seconds };
-            save(&snap, &model, &optimizer, stepper.state(), &ckpt_path)?;
+            let snap = Snapshot { config_digest: &config_digest, planned_steps, step, seconds };
+            save(&snap, &model, dp.optimizer(), dp.state(), &ckpt_path)?;
         }
     }
     let test_accuracy = evaluate(&model, &test_data, dev);
-    let spent = mechanism.privacy(&config, stepper.ledger(), plan.planned_steps)?;
+    let spent = dp.privacy()?;
     let report = TrainReport {
         test_accuracy,
         epsilon: spent.epsilon,
         delta: spent.delta,
         accountant: spent.accountant,
         guarantee: spent.guarantee,
-        sigma_privacy: mechanism.second_readout(&config, stepper.ledger())?,
+        sigma_privacy: dp.second_readout()?,
         steps: step,
         seconds,
-        noise_multiplier: plan.z,
-        sample_rate: plan.sample_rate,
+        noise_multiplier: z,
+        sample_rate,
         device: format!("{} ({})", device.backend, device.name),
         model: config.model.as_str().into(),
         mechanism: config.mechanism,
         seeded: config.seed.is_some(),
-        notes,
+        notes: dp.notes().to_vec(),
         run_dir: run_dir.clone(),
-        completed: step == plan.planned_steps,
-        audit: session.audit.zip(stepper.canaries()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
+        completed: step == planned_steps,
+        audit: session.audit.zip(dp.canaries()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
     };
     let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
     write_atomic(&run_dir.join("report.json"), &json)?;

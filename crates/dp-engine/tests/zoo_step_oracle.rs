@@ -125,7 +125,7 @@ fn one_step(
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, N, Some(1)).unwrap();
     let state = StepState { sampler, noise: None, ledger: Default::default(), released: None };
     let table = ParamTable::of(model).unwrap();
-    let mut step = step::for_run(mechanism, &config, z, &table, Batching { size: 5, granule: 4 }, state, None);
+    let mut step = step::for_run(mechanism.into(), &config, z, &table, Batching { size: 5, granule: 4 }, state, None);
     let mut sgd = optimizer(OptimizerName::Sgd, 0.0, 0.0);
     let (after, _) = step.step(model.clone(), &mut sgd, 0.1, &CrossEntropyLots { data }, device).unwrap();
     (after, step)

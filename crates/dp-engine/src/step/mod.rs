@@ -24,6 +24,7 @@ use burn::tensor::{Device, Tensor};
 use dp_accounting::PrivacyLedger;
 use dp_data::{ChaChaState, LotSampler};
 use lot::{LotMetrics, LotSource};
+use std::sync::Arc;
 
 /// What a step carries between steps besides the model and optimiser, as a checkpoint keeps it.
 #[derive(Debug, Clone)]
@@ -66,7 +67,7 @@ pub trait TrainStep<M> {
 /// The step of a run of `mechanism` at noise multiplier `z` (None: the baseline's plain step),
 /// continuing from `state`, with an auditor's `canaries` when the run is audited.
 pub fn for_run<M: Module>(
-    mechanism: Box<dyn Mechanism>,
+    mechanism: Arc<dyn Mechanism>,
     config: &TrainConfig,
     z: Option<f64>,
     table: &ParamTable,

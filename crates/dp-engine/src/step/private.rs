@@ -21,11 +21,12 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Tensor};
 use dp_accounting::{GaussianSteps, LotSampling, PrivacyLedger};
 use dp_data::{LotSampler, Sampling};
+use std::sync::Arc;
 
 /// A private run's step and everything it carries between steps.
 pub struct PrivateStep {
     /// The mechanism (allocation and post-processing).
-    pub mechanism: Box<dyn Mechanism>,
+    pub mechanism: Arc<dyn Mechanism>,
     /// The model's parameters.
     pub table: ParamTable,
     /// Clipping of each example's gradient.

@@ -1,0 +1,158 @@
+//! What [`crate::privacy_engine::PrivacyEngine::make_private`] returns: a user's burn-optim
+//! optimiser wrapped so that every step is a DP step (Opacus's `DPOptimizer`). Each call to
+//! [`DpOptimizer::step`] samples a Poisson lot, clips each example's gradient, adds the
+//! calibrated noise and records the ledger entry, post-processes, and steps the optimiser; the
+//! epsilon spent so far comes from the ledger, with its guarantee label. Steps beyond the plan
+//! are refused: the run's epsilon was calibrated for the planned number.
+
+use crate::backend::SelectedDevice;
+use crate::canaries::WhiteBoxCanaries;
+use crate::error::{EngineError, Result};
+use crate::grad_sample::params::ParamTable;
+use crate::mechanism::Mechanism;
+use crate::plan::Plan;
+use crate::privacy::PrivacySpent;
+use crate::step::batching::Batching;
+use crate::step::lot::{LotMetrics, LotSource};
+use crate::step::{self, StepState, TrainStep};
+use crate::train_config::TrainConfig;
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+use dp_accounting::PrivacyLedger;
+use std::sync::Arc;
+
+/// Where a run's step starts from: a fresh run's empty ledger and new sampler, or a checkpoint's.
+pub(crate) struct StartFrom {
+    /// Sampler, noise stream, ledger and allocation state.
+    pub state: StepState,
+    /// Steps already taken.
+    pub steps_taken: u64,
+    /// An auditor's canaries (a fresh, audited run only).
+    pub canaries: Option<WhiteBoxCanaries>,
+}
+
+/// A burn-optim optimiser whose every step is a recorded DP step on lots of a [`LotSource`].
+pub struct DpOptimizer<M> {
+    config: TrainConfig,
+    mechanism: Arc<dyn Mechanism>,
+    plan: Plan,
+    notes: Vec<String>,
+    step: Box<dyn TrainStep<M>>,
+    optimizer: ModuleOptimizer,
+    steps_taken: u64,
+    device: Device,
+}
+
+impl<M: Module> DpOptimizer<M> {
+    /// The optimiser of a run of `config` as `plan` says, for a model of `table`, continuing
+    /// from `start`.
+    pub(crate) fn assemble(
+        config: TrainConfig,
+        mechanism: Arc<dyn Mechanism>,
+        plan: Plan,
+        table: &ParamTable,
+        optimizer: ModuleOptimizer,
+        start: StartFrom,
+        device: &SelectedDevice,
+    ) -> Self {
+        let batching = Batching::for_backend(config.batch_size, device.backend);
+        let step = step::for_run(mechanism.clone(), &config, plan.z, table, batching, start.state, start.canaries);
+        let notes = crate::plan::notes(&config, mechanism.as_ref());
+        Self {
+            config,
+            mechanism,
+            plan,
+            notes,
+            step,
+            optimizer,
+            steps_taken: start.steps_taken,
+            device: device.device.clone(),
+        }
+    }
+
+    /// One DP step of `model` at learning rate `lr` on a lot drawn from `source`: the updated
+    /// model (in training state) and the lot's training metrics (on the private data: not DP, do
+    /// not publish them).
+    /// Refused once the planned steps are taken.
+    pub fn step(&mut self, model: M, source: &dyn LotSource<M>, lr: f64) -> Result<(M, LotMetrics)> {
+        if self.is_done() {
+            return Err(EngineError::Privacy(format!(
+                "the run planned {} steps and has taken them: another would spend more than {}",
+                self.plan.planned_steps, self.plan.privacy
+            )));
+        }
+        if !(lr.is_finite() && lr >= 0.0) {
+            return Err(EngineError::invalid("learning rate", format!("{lr} is not a non-negative number")));
+        }
+        // burn-optim updates autodiff parameters: a model built on a plain device is switched.
+        let out = self.step.step(model.train(), &mut self.optimizer, lr, source, &self.device)?;
+        self.steps_taken += 1;
+        Ok(out)
+    }
+
+    /// Steps the run plans (what its epsilon was calibrated for).
+    pub fn planned_steps(&self) -> u64 {
+        self.plan.planned_steps
+    }
+
+    /// Steps taken so far.
+    pub fn steps_taken(&self) -> u64 {
+        self.steps_taken
+    }
+
+    /// True once every planned step is taken.
+    pub fn is_done(&self) -> bool {
+        self.steps_taken >= self.plan.planned_steps
+    }
+
+    /// The noise multiplier z (noise std z C), given or calibrated; None for the baseline.
+    pub fn noise_multiplier(&self) -> Option<f64> {
+        self.plan.z
+    }
+
+    /// The sampling rate q = lot size / N of the Poisson lots.
+    pub fn sample_rate(&self) -> f64 {
+        self.plan.sample_rate
+    }
+
+    /// What the whole planned run spends, with its label.
+    pub fn planned_privacy(&self) -> &PrivacySpent {
+        &self.plan.privacy
+    }
+
+    /// What the steps taken so far spent, from the ledger, with its label.
+    pub fn privacy(&self) -> Result<PrivacySpent> {
+        self.mechanism.privacy(&self.config, self.step.ledger(), self.plan.planned_steps)
+    }
+
+    /// The mechanism's second readout (optimized-paper: the epsilon of its smallest sigma).
+    pub fn second_readout(&self) -> Result<Option<PrivacySpent>> {
+        self.mechanism.second_readout(&self.config, self.step.ledger())
+    }
+
+    /// The run's caveats (shuffled lots, a seeded run, the mechanism's own): print them.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Every privatised step so far.
+    pub fn ledger(&self) -> &PrivacyLedger {
+        self.step.ledger()
+    }
+
+    /// The sampler, noise-stream and allocation state a checkpoint keeps.
+    pub fn state(&self) -> StepState {
+        self.step.state()
+    }
+
+    /// The wrapped burn-optim optimiser (its record goes into a checkpoint).
+    pub fn optimizer(&self) -> &ModuleOptimizer {
+        &self.optimizer
+    }
+
+    /// The auditor's canaries of an audited run.
+    pub fn canaries(&self) -> Option<&WhiteBoxCanaries> {
+        self.step.canaries()
+    }
+}

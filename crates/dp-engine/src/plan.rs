@@ -1,0 +1,92 @@
+//! What a run plans before its first step, from its configuration and the number of training
+//! examples alone: the steps, the noise multiplier (given, or calibrated to the target epsilon),
+//! the privacy of the whole planned run (refused when over budget), its caveats, and the lot
+//! sampler it starts with. The library's [`crate::privacy_engine::PrivacyEngine`] and the CLI's
+//! trainer both set a run up from these pieces.
+
+use crate::clipping::Clipping;
+use crate::error::{EngineError, Result};
+use crate::mechanism::Mechanism;
+use crate::privacy::PrivacySpent;
+use crate::train_config::{SamplingName, TrainConfig};
+use dp_accounting::{LotSampling, PrivacyLedger};
+use dp_data::{LotSampler, Sampling};
+
+/// What a run plans, from its configuration and training-set size alone.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Training examples N.
+    pub n: usize,
+    /// Sampling rate q = L / N.
+    pub sample_rate: f64,
+    /// Steps of the whole run.
+    pub planned_steps: u64,
+    /// Noise multiplier (None for the baseline).
+    pub z: Option<f64>,
+    /// Clipping used.
+    pub clipping: Clipping,
+    /// The privacy of the whole planned run.
+    pub privacy: PrivacySpent,
+    /// The mechanism's second readout of the planned run.
+    pub second: Option<PrivacySpent>,
+}
+
+/// The ledger sampling of a run.
+pub(crate) fn lot_sampling(config: &TrainConfig) -> LotSampling {
+    match config.sampling {
+        SamplingName::Poisson => LotSampling::Poisson,
+        SamplingName::Shuffled => LotSampling::Shuffled,
+    }
+}
+
+/// Steps, noise multiplier and planned privacy of a run on `n` examples; refused when the
+/// planned run would spend more than its target epsilon.
+pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result<Plan> {
+    if config.lot_size > n {
+        return Err(EngineError::invalid("lot size", format!("{} exceeds the {n} training examples", config.lot_size)));
+    }
+    let sample_rate = config.lot_size as f64 / n as f64;
+    let planned_steps = config.planned_steps(n)?;
+    let z = mechanism.noise_multiplier(config, sample_rate, planned_steps)?;
+    let mut ledger = PrivacyLedger::new();
+    if let Some(z) = z {
+        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, lot_sampling(config))
+            .map_err(|e| EngineError::Privacy(e.to_string()))?;
+        ledger.record_entry(entry);
+    }
+    let privacy = mechanism.privacy(config, &ledger, planned_steps)?;
+    if let (Some(target), Some(eps)) = (config.target_epsilon, privacy.epsilon)
+        && eps > target * (1.0 + 1e-9)
+    {
+        return Err(EngineError::Privacy(format!(
+            "the planned run would spend epsilon {eps}, above the budget {target}"
+        )));
+    }
+    let second = mechanism.second_readout(config, &ledger)?;
+    Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(mechanism), privacy, second })
+}
+
+/// The caveats of a run: its mechanism's, then those of its sampling and seed.
+pub fn notes(config: &TrainConfig, mechanism: &dyn Mechanism) -> Vec<String> {
+    let mut notes = mechanism.notes();
+    if mechanism.is_private() {
+        if config.sampling == SamplingName::Shuffled {
+            notes.push(
+                "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
+            );
+        }
+        if config.seed.is_some() {
+            notes.push("reproducible run: sampling and noise derive from --seed, so the guarantee holds only while the seed stays secret".into());
+        }
+    }
+    notes
+}
+
+/// The lot sampler a fresh run starts with.
+pub fn fresh_sampler(config: &TrainConfig, plan: &Plan) -> Result<LotSampler> {
+    let sampling = match config.sampling {
+        SamplingName::Poisson => Sampling::Poisson { rate: plan.sample_rate },
+        SamplingName::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
+    };
+    LotSampler::new(sampling, plan.n, config.seed).map_err(|e| EngineError::Data(e.to_string()))
+}

@@ -1,0 +1,191 @@
+//! The library entry point as a Burn user meets it: their own module, their own loss (a squared
+//! error on real-valued targets, not a u8 class) and their own burn-optim optimiser, wrapped by
+//! `PrivacyEngine::make_private`.
+//! - One step with negligible noise and no effective clipping (q = 1) equals plain gradient
+//!   descent on the mean loss, computed by hand (the oracle: d/dw (w.x + b - y)^2).
+//! - A run calibrated to a target epsilon spends at most that epsilon, certified, over exactly
+//!   its planned steps, and refuses a step beyond them.
+//! - The usual mistakes are one-line errors at `make_private`: a loss that is not one per example,
+//!   (the batch's mean), a forward pass that does not fit the data (Burn panics: caught), and a burn-nn layer.
+
+// Shared by several test binaries, each using a part of it.
+#[allow(dead_code)]
+mod oracle;
+
+use burn::module::Module;
+use burn::optim::SgdConfig;
+use burn::tensor::{Device, Tensor, TensorData};
+use dp_accounting::Guarantee;
+use dp_engine::backend;
+use dp_engine::grad_sample::params::ParamTable;
+use dp_engine::nn::{DpLinear, DpLinearConfig};
+use dp_engine::privacy_engine::PrivacyEngine;
+use dp_engine::step::lot::{ExampleLosses, LotSource};
+use dp_engine::{EngineError, SelectedDevice};
+use oracle::{assert_close, param_value};
+
+const FEATURES: usize = 3;
+
+/// A user's regression model.
+#[derive(Module, Debug)]
+struct Regressor {
+    fc: DpLinear,
+}
+
+/// A burn-nn layer where a DP layer belongs.
+#[derive(Module, Debug)]
+struct PlainRegressor {
+    fc: burn::nn::Linear,
+}
+
+/// A user's data with a squared-error loss; `width` is what the rows are cut to (a mismatch
+/// with the model is a mistake), `mean_only` returns the batch's mean loss (another mistake).
+struct Squares {
+    x: Vec<[f32; FEATURES]>,
+    y: Vec<f32>,
+    width: usize,
+    mean_only: bool,
+}
+
+impl Squares {
+    fn new(n: usize) -> Self {
+        let x = (0..n).map(|i| [i as f32 / n as f32, (i % 3) as f32 - 1.0, 0.5]).collect();
+        let y = (0..n).map(|i| (i as f32 * 0.7).sin()).collect();
+        Self { x, y, width: FEATURES, mean_only: false }
+    }
+}
+
+impl<M: Forward> LotSource<M> for Squares {
+    fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> ExampleLosses {
+        let rows: Vec<f32> = indices.iter().flat_map(|&i| self.x[i][..self.width].to_vec()).collect();
+        let x = Tensor::<2>::from_data(TensorData::new(rows, [indices.len(), self.width]), device);
+        let y: Vec<f32> = indices.iter().map(|&i| self.y[i]).collect();
+        let y = Tensor::<2>::from_data(TensorData::new(y, [indices.len(), 1]), device);
+        let err = (model.predict(x) - y).powi_scalar(2);
+        let losses = if self.mean_only { err.mean() } else { err.flatten(0, 1) };
+        ExampleLosses { losses, correct: None }
+    }
+}
+
+/// What the loss needs from a model.
+trait Forward: Module {
+    fn predict(&self, x: Tensor<2>) -> Tensor<2>;
+}
+
+impl Forward for Regressor {
+    fn predict(&self, x: Tensor<2>) -> Tensor<2> {
+        self.fc.forward(x)
+    }
+}
+
+impl Forward for PlainRegressor {
+    fn predict(&self, x: Tensor<2>) -> Tensor<2> {
+        self.fc.forward(x)
+    }
+}
+
+fn regressor(device: &SelectedDevice) -> Regressor {
+    Regressor { fc: DpLinearConfig::new(FEATURES, 1).init(&device.device) }
+}
+
+#[test]
+fn one_step_without_noise_or_clipping_is_gradient_descent_on_the_users_loss() {
+    let device = backend::cpu();
+    let data = Squares::new(6);
+    let model = regressor(&device);
+    let table = ParamTable::of(&model).expect("DP layers");
+    let before: Vec<Vec<f64>> = table.params().iter().map(|p| param_value(&model, p)).collect();
+    // q = 1 (lot = N), noise std 1e6 * 1e-12 = 1e-6, clip norm far above any gradient.
+    let mut dp = PrivacyEngine::new()
+        .noise_multiplier(1e-12)
+        .clip_norm(1e6)
+        .lot_size(6)
+        .epochs(1.0)
+        .seed(7)
+        .make_private(&model, SgdConfig::new().init(), &data, &device)
+        .expect("a valid run");
+    assert_eq!(dp.planned_steps(), 1);
+    let lr = 0.1;
+    let (model, metrics) = dp.step(model, &data, lr).expect("one step");
+    assert_eq!(metrics.examples, 6, "q = 1 draws every example");
+    // The oracle: the mean over examples of 2 (w.x + b - y) [x, 1].
+    let (w, b) = (&before[0], before[1][0]);
+    let mut grad_w = [0.0f64; FEATURES];
+    let mut grad_b = 0.0f64;
+    for (x, &y) in data.x.iter().zip(&data.y) {
+        let r = 2.0 * ((0..FEATURES).map(|j| w[j] * f64::from(x[j])).sum::<f64>() + b - f64::from(y)) / 6.0;
+        (0..FEATURES).for_each(|j| grad_w[j] += r * f64::from(x[j]));
+        grad_b += r;
+    }
+    let after: Vec<Vec<f64>> = table.params().iter().map(|p| param_value(&model, p)).collect();
+    for j in 0..FEATURES {
+        assert_close(after[0][j], w[j] - lr * grad_w[j], "weight");
+    }
+    assert_close(after[1][0], b - lr * grad_b, "bias");
+    assert_eq!(dp.ledger().total_steps(), 1, "the step is on the ledger");
+}
+
+#[test]
+fn a_calibrated_run_spends_its_target_certified_and_stops_at_its_plan() {
+    let device = backend::cpu();
+    let data = Squares::new(200);
+    let mut model = regressor(&device);
+    let mut dp = PrivacyEngine::new()
+        .target_epsilon(2.0)
+        .delta(1e-3)
+        .lot_size(20)
+        .epochs(2.0)
+        .make_private(&model, SgdConfig::new().init(), &data, &device)
+        .expect("a valid run");
+    assert_eq!(dp.planned_steps(), 20);
+    let z = dp.noise_multiplier().expect("calibrated");
+    assert!(z > 0.3 && z < 10.0, "z = {z}");
+    while !dp.is_done() {
+        model = dp.step(model, &data, 0.05).expect("a step").0;
+    }
+    let spent = dp.privacy().expect("accounted");
+    let eps = spent.epsilon.expect("private");
+    assert!(eps <= 2.0 * (1.0 + 1e-9) && eps > 1.9, "epsilon {eps}");
+    assert_eq!(spent.guarantee, Guarantee::Certified);
+    assert_eq!(dp.ledger().total_steps(), 20);
+    let err = dp.step(model, &data, 0.05).expect_err("beyond the plan");
+    assert!(matches!(err, EngineError::Privacy(_)), "{err}");
+    assert_eq!(dp.ledger().total_steps(), 20, "no noise released beyond the plan");
+}
+
+/// The error `make_private` gives for `model` on `data`, checked to be one line.
+fn refusal<M: Forward>(model: &M, data: &Squares) -> String {
+    let device = backend::cpu();
+    let err = PrivacyEngine::new()
+        .noise_multiplier(1.0)
+        .lot_size(4)
+        .make_private(model, SgdConfig::new().init(), data, &device)
+        .err()
+        .expect("a mistake")
+        .to_string();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn mistakes_in_the_model_or_the_loss_are_one_line_errors_before_the_run() {
+    let device = backend::cpu();
+    let model = regressor(&device);
+    let not_per_example = Squares { mean_only: true, ..Squares::new(8) };
+    assert!(refusal(&model, &not_per_example).contains("one per example"));
+    let narrow = Squares { width: 2, ..Squares::new(8) };
+    assert!(refusal(&model, &narrow).contains("forward pass"));
+    let plain = PlainRegressor { fc: burn::nn::LinearConfig::new(FEATURES, 1).init(&device.device) };
+    let err = refusal(&plain, &Squares::new(8));
+    assert!(err.contains("`fc.weight`") && err.contains("DpLinear"), "{err}");
+    // The same model and data without the mistake are accepted.
+    PrivacyEngine::new()
+        .noise_multiplier(1.0)
+        .lot_size(4)
+        .make_private(&model, SgdConfig::new().init(), &Squares::new(8), &device)
+        .expect("fine");
+}
