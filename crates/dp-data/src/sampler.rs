@@ -39,6 +39,11 @@ pub struct LotSampler {
 impl LotSampler {
     /// A sampler over `n` examples, keyed from the OS, or from `seed` for a reproducible run.
     pub fn new(sampling: Sampling, n: usize, seed: Option<u64>) -> Result<Self> {
+        Self::with_stream(sampling, n, ChaChaState::new(seed, 0))
+    }
+
+    /// A sampler over `n` examples drawing from the random stream `rng`.
+    pub fn with_stream(sampling: Sampling, n: usize, rng: ChaChaState) -> Result<Self> {
         if n == 0 {
             return Err(DataError::InvalidParameter { name: "dataset size", reason: "no examples".into() });
         }
@@ -57,7 +62,7 @@ impl LotSampler {
             }
             _ => {}
         }
-        Ok(Self { sampling, n, rng: ChaChaState::new(seed, 0), order: Vec::new(), cursor: 0 })
+        Ok(Self { sampling, n, rng, order: Vec::new(), cursor: 0 })
     }
 
     /// How lots are drawn.

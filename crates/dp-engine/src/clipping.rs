@@ -28,7 +28,14 @@ impl Clipping {
 /// Opacus's guard against division by a zero norm; it keeps every clipped norm strictly below C.
 const NORM_EPSILON: f64 = 1e-6;
 
-fn clip_factor(sq_norms: Tensor<1>, bound: f64) -> Tensor<1> {
+/// min(1, bound / (||g|| + 1e-6)) for one example's gradient of norm `norm`: the one clipping
+/// formula of the workspace, here on the host (DP-ERM's f64 reference loop).
+pub fn clip_scale(norm: f64, bound: f64) -> f64 {
+    (bound / (norm + NORM_EPSILON)).min(1.0)
+}
+
+/// [`clip_scale`] of every example, from their squared norms (any shape, one per example).
+pub fn clip_factor<const D: usize>(sq_norms: Tensor<D>, bound: f64) -> Tensor<D> {
     sq_norms.sqrt().add_scalar(NORM_EPSILON).recip().mul_scalar(bound).clamp_max(1.0)
 }
 

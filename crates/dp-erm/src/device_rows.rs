@@ -11,6 +11,7 @@ use crate::model_kind::ModelKind;
 use burn::tensor::activation::{sigmoid, softmax};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use dp_data::TabularData;
+use dp_engine::clipping::clip_factor;
 use dp_engine::tensor_io::{matrix, to_host};
 
 /// How the loss turns logits into their gradient delta = dl/dz.
@@ -91,9 +92,9 @@ fn sech_squared(a: Tensor<2>) -> Tensor<2> {
     e * 4.0 / denominator
 }
 
-/// Scales each row of every delta by min(1, clip / ||grad_i||) = clip / max(||grad_i||, clip).
+/// Scales each row of every delta by the engine's clip factor of its example's gradient.
 fn clip_rows<const L: usize>(deltas: [Tensor<2>; L], sq_norm: Tensor<2>, clip: f64) -> [Tensor<2>; L] {
-    let scale = sq_norm.sqrt().clamp_min(clip).recip() * clip;
+    let scale = clip_factor(sq_norm, clip);
     deltas.map(|d| d * scale.clone())
 }
 

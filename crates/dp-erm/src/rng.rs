@@ -2,7 +2,7 @@
 //! noise draw), or from `--seed` for a reproducible, labelled run.
 
 use dp_data::ChaChaState;
-use rand::Rng;
+use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
@@ -14,6 +14,16 @@ impl NoiseRng {
     /// generators of one seed (repeats, methods) so that no two read the same words.
     pub fn new(seed: Option<u64>, stream: u64) -> Self {
         Self(ChaChaState::new(seed, stream).restore())
+    }
+
+    /// A new generator's state on `stream`, keyed by 256 bits of this one's output: how a run
+    /// hands its engine pieces (lot sampler, noise stream) their own full-strength keys.
+    pub fn fork(&mut self, stream: u64) -> ChaChaState {
+        let mut key = [0u8; 32];
+        self.0.fill_bytes(&mut key);
+        let mut forked = ChaCha20Rng::from_seed(key);
+        forked.set_stream(stream);
+        ChaChaState::capture(&forked)
     }
 
     /// One standard normal draw.

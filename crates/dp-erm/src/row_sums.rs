@@ -8,11 +8,13 @@ use crate::model::Model;
 use crate::model_kind::ModelKind;
 use dp_data::TabularData;
 use dp_engine::SelectedDevice;
+use dp_engine::clipping::clip_scale;
 
 /// Sums of per-example loss gradients over one table's rows.
 pub trait RowSums {
     /// sum over `rows` (every row when `None`) of c_i grad_theta l(theta; x_i, y_i), where
-    /// c_i = min(1, clip / ||grad_i||) when `clip` is set (DP-SGD) and 1 otherwise.
+    /// c_i = min(1, clip / (||grad_i|| + 1e-6)) when `clip` is set (DP-SGD: the engine's
+    /// `clipping::clip_scale`, the one clipping formula of the workspace) and 1 otherwise.
     fn gradient_sum(&self, theta: &[f64], rows: Option<&[usize]>, clip: Option<f64>) -> Vec<f64>;
 }
 
@@ -34,7 +36,7 @@ impl RowSums for HostRows<'_> {
             Some(c) => {
                 g.fill(0.0);
                 self.model.add_gradient(theta, self.data.row(i), self.data.labels[i], 1.0, &mut g);
-                axpy((c / norm(&g)).min(1.0), &g, &mut sum);
+                axpy(clip_scale(norm(&g), c), &g, &mut sum);
             }
         };
         match rows {

@@ -1,15 +1,37 @@
 //! The certified gradient-perturbation baseline: DP-SGD with Poisson sampling at rate q, every
 //! per-example loss gradient clipped to C (the regularizer's gradient is data-independent and
-//! added after the noise), N(0, z^2 C^2 I) per step, z calibrated by the RDP accountant. An
-//! auditor may add white-box gradient canaries (Steinke, Nasr and Jagielski 2023, Section 7).
+//! added after the noise), N(0, z^2 C^2 I) per step, z calibrated by the RDP accountant. It is
+//! the engine's DP-SGD on a table: the engine's lot sampler, its clipping formula
+//! (`dp_engine::clipping`, through `RowSums`) and its noise stream (the fused noise kernel), each
+//! keyed by a full-strength fork of the run's generator. An auditor may add white-box gradient
+//! canaries (Steinke, Nasr and Jagielski 2023, Section 7): their coordinates are released with
+//! the model's, in the same noisy vector.
 
 use super::{Outcome, Problem};
-use crate::error::Result;
+use crate::error::{ErmError, Result};
 use crate::linalg::{axpy, project_ball};
 use crate::model::Curvature;
 use crate::objective::regularized;
 use crate::rng::NoiseRng;
+use burn::tensor::{Device, Tensor, TensorData};
 use dp_accounting::{Guarantee, PrivacyReport, RdpAccountant, calibrate_noise_multiplier};
+use dp_data::{LotSampler, Sampling};
+use dp_engine::noise::GaussianNoise;
+use dp_engine::tensor_io::to_host;
+use dp_kernels::NoiseScale;
+
+/// The streams of a run's forks: lots and noise.
+const LOT_STREAM: u64 = 0;
+const NOISE_STREAM: u64 = 1;
+
+/// `values` plus N(0, sigma^2) per coordinate from the engine's noise stream.
+fn noisy(noise: &mut GaussianNoise, values: Vec<f64>, sigma: f64, device: &Device) -> Result<Vec<f64>> {
+    let n = values.len();
+    let t = Tensor::<1>::from_data(TensorData::new(values.into_iter().map(|v| v as f32).collect(), [n]), device);
+    let out =
+        noise.perturb(t, &NoiseScale::Uniform(sigma as f32), 1.0).map_err(|e| ErmError::Numerical(e.to_string()))?;
+    Ok(to_host(&out).into_iter().map(f64::from).collect())
+}
 
 /// White-box gradient canaries: canary i is a record whose clipped gradient is C e_i on an extra
 /// coordinate of its own (a Dirac canary), Poisson-sampled like every record when included; the
@@ -56,20 +78,25 @@ pub fn run(
     let p = problem.model.dim();
     let rows = problem.rows(&problem.train);
     let mut theta = problem.model.init(rng);
+    let mut sampler = LotSampler::with_stream(Sampling::Poisson { rate: s.sample_rate }, n, rng.fork(LOT_STREAM))?;
+    let mut noise = GaussianNoise::from_state(rng.fork(NOISE_STREAM));
+    let device = dp_engine::backend::cpu().device;
     for _ in 0..s.rounds {
-        let noise = rng.gaussian(p, z * clip);
-        let lot: Vec<usize> = (0..n).filter(|_| rng.bernoulli(s.sample_rate)).collect();
+        let lot = sampler.next_lot();
         let mut sum = rows.gradient_sum(&theta, Some(&lot), Some(clip));
-        axpy(1.0, &noise, &mut sum);
+        // The canaries' coordinates (C when a canary is in and sampled) join the released vector.
+        let marks: Vec<f64> = canaries.as_deref().map_or_else(Vec::new, |c| {
+            c.included.iter().map(|&inside| if inside && rng.bernoulli(s.sample_rate) { clip } else { 0.0 }).collect()
+        });
+        sum.extend(marks);
+        let mut released = noisy(&mut noise, sum, z * clip, &device)?;
         if let Some(c) = canaries.as_deref_mut() {
-            let noise = rng.gaussian(c.included.len(), z * clip);
-            for ((score, &included), b) in c.scores.iter_mut().zip(&c.included).zip(noise) {
-                let sampled = rng.bernoulli(s.sample_rate);
-                *score += b + if included && sampled { clip } else { 0.0 };
+            for (score, b) in c.scores.iter_mut().zip(released.split_off(p)) {
+                *score += b;
             }
         }
         // Divided by the expected lot size q n (not the drawn one, which is private).
-        let step = regularized(&theta, s.lambda, sum, s.sample_rate * n as f64);
+        let step = regularized(&theta, s.lambda, released, s.sample_rate * n as f64);
         axpy(-rate, &step, &mut theta);
         project_ball(&mut theta, problem.constants.radius);
     }
