@@ -10,5 +10,12 @@ fn main() -> std::process::ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Probing for a GPU loads the Vulkan loader, whose window-system code prints "error:
+    // XDG_RUNTIME_DIR is invalid or not set" on every run without a session (ssh, containers,
+    // CI). dptrain opens no window: pointing it at the temporary folder quietens it.
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        // SAFETY: no other thread exists yet to read the environment concurrently.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) }
+    }
     cli::run()
 }

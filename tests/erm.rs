@@ -216,6 +216,11 @@ fn bad_input_gives_one_line_errors() {
         assert!(stderr.contains(expected), "{extra:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{extra:?}: {stderr}");
     }
+    // An absurd audit is refused from arithmetic, before its canaries are allocated.
+    let o = dptrain(&["audit", "--dataset", &good, "--mechanism", "output", "--canaries", "100000000"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && stderr.contains("canaries"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
 }
 
 #[test]

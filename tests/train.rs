@@ -1,5 +1,6 @@
 //! End-to-end tests of `dptrain train` and `dptrain bench` on a tiny MNIST-format dataset written
-//! to a temporary folder: the report's contract, one-line errors, and resume after a kill.
+//! to a temporary folder: the report's contract, one-line errors, and resume after a stop, a kill
+//! or Ctrl-C.
 
 use dp_data::idx::encode_idx;
 use serde_json::Value;
@@ -97,6 +98,29 @@ fn train_refuses_bad_input_with_one_line() {
     one_line_error(&dptrain(&base_args(d, o)), "--target-epsilon");
     // BatchNorm is refused with what to use instead.
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--normalization", "batch"]].concat()), "GroupNorm");
+    // A mechanism's own option in a config file is checked as its flag is.
+    let toml = tmp.path().join("run.toml");
+    for key in ["ls_sigma = 2.0", "sensitivity_every = 5"] {
+        std::fs::write(&toml, format!("mechanism = \"gaussian\"\n{key}\n")).unwrap();
+        let args = [base_args(d, o), vec!["-z", "1", "--config", toml.to_str().unwrap()]].concat();
+        one_line_error(&dptrain(&args), key.split(' ').next().unwrap());
+    }
+    // An empty run folder would be the current directory.
+    std::fs::write(&toml, "out_dir = \"\"\n").unwrap();
+    let args = [
+        "train",
+        "--device",
+        "cpu",
+        "--data-dir",
+        d,
+        "--model",
+        "logreg",
+        "-z",
+        "1",
+        "--config",
+        toml.to_str().unwrap(),
+    ];
+    one_line_error(&dptrain(&args), "out dir");
 }
 
 /// The JSON header of the run's checkpoint.bin (magic, header length, header, records, digest).
@@ -111,9 +135,13 @@ fn checkpoint(out: &Path) -> Value {
 fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     let (tmp, data) = temp_with_dataset(2000);
     let d = data.to_str().unwrap();
+    // Checkpoints every step unless `extra` says otherwise.
     let run = |out: &Path, extra: &[&str]| {
         let mut args = base_args(d, out.to_str().unwrap());
-        args.extend(["--epochs", "8", "-z", "1.2", "--seed", "5", "--checkpoint-every", "1", "--optimizer", "adam"]);
+        args.extend(["--epochs", "8", "-z", "1.2", "--seed", "5", "--optimizer", "adam"]);
+        if !extra.contains(&"--checkpoint-every") {
+            args.extend(["--checkpoint-every", "1"]);
+        }
         args.extend(extra);
         let mut command = Command::new(env!("CARGO_BIN_EXE_dptrain"));
         command.args(&args).stdout(Stdio::null()).stderr(Stdio::null());
@@ -128,8 +156,25 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     let stopped = tmp.path().join("stopped");
     assert!(run(&stopped, &["--stop-after", "7"]).status().unwrap().success());
     assert_eq!(checkpoint(&stopped)["step"], 7);
+    // A flag that would change the run is refused on resume, never silently ignored.
+    let changed = [base_args(d, stopped.to_str().unwrap()), vec!["--resume", "--learning-rate", "9"]].concat();
+    one_line_error(&dptrain(&changed), "--learning-rate");
+    // What a kill leaves after a checkpoint: a step logged that the checkpoint does not hold.
+    let metrics = stopped.join("metrics.jsonl");
+    let mut log = std::fs::read_to_string(&metrics).unwrap();
+    log.push_str("{\"event\":\"step\",\"step\":8,\"loss\":12345.5,\"accuracy\":null}\n");
+    std::fs::write(&metrics, log).unwrap();
     assert!(run(&stopped, &["--resume"]).status().unwrap().success());
     let resumed = checkpoint(&stopped);
+    let steps: Vec<u64> = std::fs::read_to_string(&metrics)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["event"] == "step")
+        .map(|v| v["step"].as_u64().unwrap())
+        .collect();
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "each step logged once: {steps:?}");
+    assert!(!std::fs::read_to_string(&metrics).unwrap().contains("12345.5"), "the stale line is dropped");
     assert_eq!(resumed["ledger"], reference["ledger"]);
     assert_eq!(resumed["values_digest"], reference["values_digest"], "a seeded resumed run ends with the same model");
 
@@ -146,6 +191,43 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     let after_kill = checkpoint(&killed);
     assert_eq!(after_kill["ledger"], reference["ledger"]);
     assert_eq!(after_kill["values_digest"], reference["values_digest"]);
+
+    // Ctrl-C with no periodic checkpoint: the step finishes, the checkpoint is written, the exit
+    // status is non-zero and says how to resume; the resumed run ends where the whole one did.
+    let interrupted = tmp.path().join("interrupted");
+    let child = run(&interrupted, &["--checkpoint-every", "0"]).stderr(Stdio::piped()).spawn().unwrap();
+    let start = Instant::now();
+    while !interrupted.join("metrics.jsonl").exists() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("interrupted at step") && stderr.contains("--resume"), "stderr: {stderr}");
+    let step = checkpoint(&interrupted)["step"].as_u64().unwrap();
+    assert!(step > 0 && step < 320, "interrupted at step {step}");
+    assert!(run(&interrupted, &["--resume", "--checkpoint-every", "0"]).status().unwrap().success());
+    let after_interrupt = checkpoint(&interrupted);
+    assert_eq!(after_interrupt["ledger"], reference["ledger"]);
+    assert_eq!(after_interrupt["values_digest"], reference["values_digest"]);
+}
+
+#[test]
+fn an_absurd_bench_lot_is_refused_before_allocation() {
+    let out = dptrain(&["bench", "--model", "logreg", "--lot-size", "1000000000", "--device", "cpu"]);
+    one_line_error(&out, "lot size");
+}
+
+#[test]
+fn an_absurd_hidden_width_is_refused_before_allocation() {
+    let (tmp, data) = temp_with_dataset(100);
+    let out = tmp.path().join("run");
+    let mut args = base_args(data.to_str().unwrap(), out.to_str().unwrap());
+    args[8] = "mlp";
+    args.extend(["--hidden", "100000000", "--epochs", "1", "--noise-multiplier", "1"]);
+    one_line_error(&dptrain(&args), "model size");
 }
 
 #[test]
@@ -396,4 +478,24 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
     let resumed = resume();
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
     assert_eq!(checkpoint(&out)["step"], 12);
+}
+
+/// Without a login session (no XDG_RUNTIME_DIR) the GPU probe of `--device auto` used to print
+/// "error: XDG_RUNTIME_DIR is invalid or not set" lines on a run that was fine.
+#[test]
+fn the_gpu_probe_prints_nothing_without_a_session() {
+    let (tmp, data) = temp_with_dataset(100);
+    let out = tmp.path().join("run");
+    let (data, out) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = base_args(data, out);
+    args[2] = "auto";
+    args.extend(["--epochs", "1", "-z", "1", "--json"]);
+    let output = Command::new(env!("CARGO_BIN_EXE_dptrain"))
+        .args(&args)
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .expect("dptrain runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("XDG_RUNTIME_DIR"), "stderr: {stderr}");
 }

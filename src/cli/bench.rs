@@ -28,7 +28,7 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["model", "dataset", "lot_size", "batch_size"])]
     table1: bool,
 
-    /// Model: mnist-cnn, xiang-mnist, cifar10-cnn, logreg or mlp.
+    /// Model: mnist-cnn, xiang-mnist, cifar10-cnn, logreg, mlp or wrn-16-4.
     #[arg(long, value_parser = parse::<ModelName>, default_value = "mnist-cnn")]
     model: ModelName,
 

@@ -1,6 +1,7 @@
 //! `dptrain erm`: the DP-ERM experiment of seeds 000/001 and 003 on a CSV table: every method at
 //! every epsilon, repeated, as a table (terminal, CSV, JSON) and two SVG plots.
 
+use super::progress::{TICK, spinner};
 use super::table_args::{SettingsArgs, TableArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -89,6 +90,16 @@ pub(super) fn epsilon(text: &str) -> Result<f64> {
     }
 }
 
+/// The class names joined by '/', or the first and last few with the count when there are many.
+fn class_list(classes: &[String]) -> String {
+    const SHOWN: usize = 4;
+    if classes.len() <= 2 * SHOWN {
+        return classes.join("/");
+    }
+    let (head, tail) = (&classes[..SHOWN], &classes[classes.len() - SHOWN..]);
+    format!("{}/.../{} ({} classes)", head.join("/"), tail.join("/"), classes.len())
+}
+
 /// Runs the experiment.
 pub fn run(args: ErmArgs) -> Result<()> {
     let methods = list(&args.methods, "methods", |m| Ok(Method::parse(m)?))?;
@@ -108,7 +119,9 @@ pub fn run(args: ErmArgs) -> Result<()> {
             _ => Compute::Host,
         },
     };
+    let solving = spinner("solving the non-private problem (L*, the optimum every gap is measured from)");
     let problem = Problem::new(kind, train, test, settings)?.with_compute(compute);
+    solving.finish_and_clear();
     let private_dir = args.write_private_data.then(|| args.out.join("private-data"));
     std::fs::create_dir_all(private_dir.as_ref().unwrap_or(&args.out))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -123,9 +136,10 @@ pub fn run(args: ErmArgs) -> Result<()> {
     let bar = ProgressBar::new(experiment.total_runs() as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} runs {msg} [{elapsed}<{eta}]").expect("static template"),
     );
-    let report = experiment.run(|method, eps| {
+    bar.enable_steady_tick(TICK);
+    let report = experiment.run(|method, eps, done| {
         bar.set_message(format!("{method} eps {}", eps.map_or("-".into(), |e| e.to_string())));
-        bar.inc(1);
+        bar.set_position(done as u64);
     })?;
     bar.finish_and_clear();
 
@@ -150,7 +164,7 @@ pub fn run(args: ErmArgs) -> Result<()> {
         report.train_rows,
         report.test_rows,
         report.features,
-        report.classes.join("/")
+        class_list(&report.classes)
     );
     if table.missing.imputed_cells + table.missing.dropped_rows > 0 {
         println!(

@@ -1,6 +1,7 @@
 //! `dptrain train`: a DP training run with its privacy accounted at every step.
 
 use super::enum_arg::parse;
+use super::interrupt;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_data::DatasetName;
@@ -70,7 +71,8 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
-    /// Model: mnist-cnn, xiang-mnist, cifar10-cnn, logreg or mlp [default: mnist-cnn].
+    /// Model: mnist-cnn, xiang-mnist, cifar10-cnn, logreg, mlp, or wrn-16-4 (residual, GroupNorm,
+    /// weight-standardised convolutions; use --activation relu) [default: mnist-cnn].
     #[arg(long, value_parser = parse::<ModelName>)]
     model: Option<ModelName>,
 
@@ -192,13 +194,63 @@ macro_rules! overlay {
 impl TrainArgs {
     /// Defaults, then the config file, then the flags.
     fn resolve(&self) -> Result<TrainConfig> {
-        let mut config = match &self.config {
+        // The keys the config file sets: a mechanism's own option there is checked like its flag.
+        let mut file_keys = Vec::new();
+        let config = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+                let table: toml::Table =
+                    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
+                file_keys = table.keys().cloned().collect();
                 toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?
             }
             None => TrainConfig::default(),
         };
+        self.overlay(config, &file_keys)
+    }
+
+    /// The settings of the run being resumed (its config.toml), refused when a flag given would
+    /// change one of them (the same command with --resume added is fine; --device may differ).
+    fn resume_config(&self) -> Result<TrainConfig> {
+        if self.config.is_some() {
+            bail!("--resume continues the run with its own config.toml: drop --config");
+        }
+        let out_dir = self.out_dir.clone().unwrap_or_else(|| TrainConfig::default().out_dir);
+        let path = out_dir.join("config.toml");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("--resume: no run in {} (give the run's --out-dir)", out_dir.display()))?;
+        let run: TrainConfig =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
+        let asked = self.overlay(run.clone(), &[])?;
+        let table = |c: &TrainConfig| -> Result<toml::Table> {
+            let c = TrainConfig { device: run.device, out_dir: out_dir.clone(), ..c.clone() };
+            Ok(toml::Table::try_from(c)?)
+        };
+        let (was, now) = (table(&run)?, table(&asked)?);
+        let changed: Vec<String> = now
+            .iter()
+            .filter(|(k, v)| was.get(*k) != Some(*v))
+            .map(|(k, v)| {
+                format!(
+                    "--{} (the run has {}, given {v})",
+                    k.replace('_', "-"),
+                    was.get(k).map_or("none".into(), ToString::to_string)
+                )
+            })
+            .collect();
+        let dropped: Vec<String> =
+            was.keys().filter(|k| !now.contains_key(*k)).map(|k| format!("--{}", k.replace('_', "-"))).collect();
+        if !changed.is_empty() || !dropped.is_empty() {
+            bail!(
+                "--resume continues the run as its config.toml says; these flags would change it: {}",
+                [changed, dropped].concat().join(", ")
+            );
+        }
+        Ok(TrainConfig { device: asked.device, out_dir, ..run })
+    }
+
+    /// `config` with the flags given laid over it, and a mechanism's own options checked.
+    fn overlay(&self, mut config: TrainConfig, file_keys: &[String]) -> Result<TrainConfig> {
         let args = self;
         overlay!(
             config,
@@ -251,20 +303,21 @@ impl TrainArgs {
             (
                 "ls_sigma",
                 self.ls_sigma.is_some(),
-                "--ls-sigma and --ls-scope apply to --mechanism ls-sgd or ls-adam only",
+                "--ls-sigma and --ls-scope (ls_sigma, ls_scope) apply to --mechanism ls-sgd or ls-adam only",
             ),
             (
                 "ls_scope",
                 self.ls_scope.is_some(),
-                "--ls-sigma and --ls-scope apply to --mechanism ls-sgd or ls-adam only",
+                "--ls-sigma and --ls-scope (ls_sigma, ls_scope) apply to --mechanism ls-sgd or ls-adam only",
             ),
             (
                 "sensitivity_every",
                 self.sensitivity_every.is_some(),
-                "--sensitivity-every applies to --mechanism optimized-paper only",
+                "--sensitivity-every (sensitivity_every) applies to --mechanism optimized-paper only",
             ),
         ];
-        if let Some((_, _, message)) = given.iter().find(|(key, set, _)| *set && !options.contains(key)) {
+        let set = |key: &str, flag: bool| flag || file_keys.iter().any(|k| k == key);
+        if let Some((_, _, message)) = given.iter().find(|(key, flag, _)| set(key, *flag) && !options.contains(key)) {
             bail!("{message}");
         }
         Ok(config)
@@ -273,7 +326,7 @@ impl TrainArgs {
 
 /// Runs `dptrain train`.
 pub fn run(args: TrainArgs) -> Result<()> {
-    let config = args.resolve()?;
+    let config = if args.resume { args.resume_config()? } else { args.resolve()? };
     if args.resume && !checkpoint_path(&config.out_dir).exists() {
         bail!("--resume: no checkpoint in {} (give the run's --out-dir)", config.out_dir.display());
     }
@@ -330,10 +383,24 @@ pub fn run(args: TrainArgs) -> Result<()> {
         }
     };
     let audit = args.audit_canaries.map(|canaries| AuditRequest { canaries, confidence: args.audit_confidence });
-    let session = Session { resume: args.resume, stop_after: args.stop_after, audit, overwrite: args.overwrite };
+    let session = Session {
+        resume: args.resume,
+        stop_after: args.stop_after,
+        audit,
+        overwrite: args.overwrite,
+        interrupt: Some(interrupt::install()),
+    };
     let report = train(config, session, &device, &mut observe)?;
     bar.finish_and_clear();
-    print_report(&report, args.json)
+    print_report(&report, args.json)?;
+    if report.interrupted {
+        bail!(
+            "interrupted at step {}: the checkpoint is written; continue with --resume --out-dir {}",
+            report.steps,
+            report.run_dir.display()
+        );
+    }
+    Ok(())
 }
 
 fn print_report(r: &TrainReport, json: bool) -> Result<()> {
@@ -365,7 +432,7 @@ fn print_report(r: &TrainReport, json: bool) -> Result<()> {
         );
     }
     println!("run folder: {}", r.run_dir.display());
-    if !r.completed {
+    if !r.completed && !r.interrupted {
         println!("stopped before the planned steps: continue with --resume --out-dir {}", r.run_dir.display());
     }
     Ok(())

@@ -13,6 +13,10 @@ use dp_erm::{ErmError, Method, ModelKind, Outcome, Problem, Result, Settings};
 use serde::Serialize;
 use std::time::Instant;
 
+/// The most values (f64) the canaries of one audit may make the data hold (8 GiB): larger
+/// audits are refused from arithmetic before anything is allocated.
+const MAX_AUDIT_VALUES: usize = 1 << 30;
+
 /// What the auditor plants and observes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -126,6 +130,22 @@ impl Audit<'_> {
                 return invalid("canaries", format!("{canaries} given; the audit needs at least 2"));
             }
             Design::OneRun { repeats: 0, .. } => return invalid("repeats", "must be at least 1".into()),
+            Design::OneRun { canaries, .. } => {
+                // Black-box canaries are records with a feature each: the widened table has
+                // (N + m) x (d + m) values; white-box ones a score and a noise draw each.
+                let values = if white {
+                    Some(canaries)
+                } else {
+                    let (n, d) = (self.train.len(), self.train.dim);
+                    n.checked_add(canaries).zip(d.checked_add(canaries)).and_then(|(r, c)| r.checked_mul(c))
+                };
+                if values.is_none_or(|v| v > MAX_AUDIT_VALUES) {
+                    return invalid(
+                        "canaries",
+                        format!("{canaries} canaries need more than the {MAX_AUDIT_VALUES} values an audit may hold"),
+                    );
+                }
+            }
             Design::ManyRuns { runs } if runs < 2 => {
                 return invalid("runs", format!("{runs} given; the audit needs at least 2 per world"));
             }

@@ -8,6 +8,9 @@ use crate::split::Split;
 use std::path::{Path, PathBuf};
 
 const RECORD: usize = 1 + 3 * 32 * 32;
+/// Records in each CIFAR-10 batch file (the most a file may hold: a larger one is refused before
+/// it is read further).
+const BATCH_RECORDS: usize = 10_000;
 
 /// The folder holding the .bin files: `dir` itself or its `cifar-10-batches-bin` subfolder.
 fn batches_dir(dir: &Path) -> PathBuf {
@@ -24,7 +27,7 @@ pub fn load_cifar10(dir: &Path, split: Split, normalization: Normalization) -> R
     };
     let (mut pixels, mut labels) = (Vec::new(), Vec::new());
     for path in &files {
-        let bytes = read_maybe_gzip(path)?;
+        let bytes = read_maybe_gzip(path, BATCH_RECORDS * RECORD)?;
         if bytes.is_empty() || bytes.len() % RECORD != 0 {
             return Err(DataError::corrupt(
                 path,

@@ -3,8 +3,9 @@
 //! big-endian u32 sizes, then the data.
 
 use crate::error::{DataError, Result};
-use flate2::read::GzDecoder;
-use std::io::Read;
+use flate2::read::MultiGzDecoder;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// An n-dimensional array of bytes read from an IDX file.
@@ -16,23 +17,60 @@ pub struct IdxArray {
     pub data: Vec<u8>,
 }
 
-/// Reads the whole file, gunzipping it when it starts with the gzip magic bytes.
-pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>> {
-    let raw = std::fs::read(path).map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        GzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .map_err(|e| DataError::corrupt(path, format!("invalid gzip data ({e})")))?;
-        Ok(out)
+/// Opens `path` for reading, gunzipping it when it starts with the gzip magic bytes (every
+/// member of a multi-member file, as the format allows; bytes after the last member that are not
+/// another member are an error when read).
+fn open_maybe_gzip(path: &Path) -> Result<Box<dyn Read>> {
+    let io = |reason| DataError::Io { path: path.to_path_buf(), reason };
+    let mut file = File::open(path).map_err(io)?;
+    let mut magic = Vec::with_capacity(2);
+    (&mut file).take(2).read_to_end(&mut magic).map_err(io)?;
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    Ok(if magic == [0x1f, 0x8b] {
+        Box::new(MultiGzDecoder::new(BufReader::new(file)))
     } else {
-        Ok(raw)
-    }
+        Box::new(BufReader::new(file))
+    })
 }
 
-/// Reads an IDX file of unsigned bytes with `expected_rank` dimensions.
+/// Appends at most `n` more bytes of `reader` to `out`.
+fn read_up_to(reader: &mut dyn Read, n: usize, out: &mut Vec<u8>, path: &Path) -> Result<()> {
+    reader
+        .take(n as u64)
+        .read_to_end(out)
+        .map(|_| ())
+        .map_err(|e| DataError::corrupt(path, format!("invalid gzip data ({e})")))
+}
+
+/// Reads `path` (gunzipped when compressed), refused when it holds more than `cap` bytes: a
+/// small compressed file cannot make it allocate more than that.
+pub fn read_maybe_gzip(path: &Path, cap: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    read_up_to(open_maybe_gzip(path)?.as_mut(), cap.saturating_add(1), &mut out, path)?;
+    if out.len() > cap {
+        return Err(DataError::corrupt(path, format!("holds more than the {cap} bytes this file may have")));
+    }
+    Ok(out)
+}
+
+/// Reads an IDX file of unsigned bytes with `expected_rank` dimensions. Only as many bytes as its
+/// header announces (and one more, to detect trailing data) are ever decompressed.
 pub fn read_idx(path: &Path, expected_rank: usize) -> Result<IdxArray> {
-    let bytes = read_maybe_gzip(path)?;
+    let mut reader = open_maybe_gzip(path)?;
+    let mut bytes = Vec::new();
+    read_up_to(reader.as_mut(), 4, &mut bytes, path)?;
+    let rank = if bytes.len() == 4 { usize::from(bytes[3]) } else { 0 };
+    read_up_to(reader.as_mut(), 4 * rank, &mut bytes, path)?;
+    let announced = bytes
+        .get(4..4 + 4 * rank)
+        .filter(|sizes| sizes.len() == 4 * rank)
+        .and_then(|sizes| {
+            sizes
+                .chunks_exact(4)
+                .try_fold(1usize, |acc, c| acc.checked_mul(u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize))
+        })
+        .unwrap_or(0);
+    read_up_to(reader.as_mut(), announced.saturating_add(1), &mut bytes, path)?;
     parse_idx(&bytes, expected_rank).map_err(|reason| DataError::corrupt(path, reason))
 }
 
@@ -105,5 +143,39 @@ mod tests {
         assert!(parse_idx(&wrong_type, 2).unwrap_err().contains("unsigned bytes"));
         assert!(parse_idx(b"PK\x03\x04", 1).unwrap_err().contains("magic"));
         assert!(parse_idx(&[0, 0], 1).is_err());
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use flate2::write::GzEncoder;
+        use std::io::Write;
+        let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn read_file(bytes: &[u8], rank: usize) -> Result<IdxArray> {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), bytes).unwrap();
+        read_idx(file.path(), rank)
+    }
+
+    #[test]
+    fn gzip_is_read_as_the_format_allows_and_no_further() {
+        let good = encode_idx(&[2, 3], &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(read_file(&gzip(&good), 2).unwrap().data, vec![1, 2, 3, 4, 5, 6]);
+        // Two members (what `cat a.gz b.gz` makes) are one stream.
+        let two = [gzip(&good[..7]), gzip(&good[7..])].concat();
+        assert_eq!(read_file(&two, 2).unwrap().data, vec![1, 2, 3, 4, 5, 6]);
+        // Garbage after the stream is refused, not ignored.
+        let garbage = [gzip(&good), b"not gzip".to_vec()].concat();
+        assert!(read_file(&garbage, 2).unwrap_err().to_string().contains("gzip"));
+        // A bomb: 6 bytes announced, 64 MiB compressed to a few KiB; refused after 7 bytes.
+        let mut bomb = encode_idx(&[6], &[0; 6]);
+        bomb.resize(64 << 20, 0);
+        let err = read_file(&gzip(&bomb), 1).unwrap_err().to_string();
+        assert!(err.contains("trailing"), "{err}");
+        // A truncated compressed file is an error too.
+        let whole = gzip(&good);
+        assert!(read_file(&whole[..whole.len() - 9], 2).is_err());
     }
 }

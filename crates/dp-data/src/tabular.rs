@@ -143,12 +143,18 @@ enum Column {
     Categorical { categories: Vec<String>, fill: String },
 }
 
-fn describe_column(values: &[&str]) -> Column {
+/// A column is numeric when more than half of its present values are finite numbers; then a
+/// present cell that is not (`abc`, `inf`, `1e309`) is an error, reported as the index of its
+/// value (never a silent one-hot encoding of the whole column).
+fn describe_column(values: &[&str]) -> std::result::Result<Column, usize> {
     let present: Vec<&str> = values.iter().copied().filter(|v| !is_missing(v)).collect();
-    if present.iter().all(|v| number(v).is_some()) {
-        let sum: f64 = present.iter().filter_map(|v| number(v)).sum();
-        let fill = if present.is_empty() { 0.0 } else { sum / present.len() as f64 };
-        return Column::Numeric { fill };
+    let numbers: Vec<f64> = present.iter().filter_map(|v| number(v)).collect();
+    if 2 * numbers.len() > present.len() || present.is_empty() {
+        if let Some(bad) = values.iter().position(|v| !is_missing(v) && number(v).is_none()) {
+            return Err(bad);
+        }
+        let fill = if numbers.is_empty() { 0.0 } else { numbers.iter().sum::<f64>() / numbers.len() as f64 };
+        return Ok(Column::Numeric { fill });
     }
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for v in &present {
@@ -157,7 +163,7 @@ fn describe_column(values: &[&str]) -> Column {
     // The most frequent value; ties go to the first in sorted order.
     let fill =
         counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(v, _)| v.to_string()).unwrap_or_default();
-    Column::Categorical { categories: counts.keys().map(|v| v.to_string()).collect(), fill }
+    Ok(Column::Categorical { categories: counts.keys().map(|v| v.to_string()).collect(), fill })
 }
 
 fn class_names(labels: &[&str]) -> Vec<String> {
@@ -228,8 +234,21 @@ pub fn load_csv(path: &Path, options: &CsvOptions) -> Result<TabularData> {
     let feature_cols: Vec<usize> = (0..width).filter(|&j| j != label).collect();
     let columns: Vec<Column> = feature_cols
         .iter()
-        .map(|&j| describe_column(&kept.iter().map(|&i| rows[i][j].as_str()).collect::<Vec<_>>()))
-        .collect();
+        .map(|&j| {
+            let values: Vec<&str> = kept.iter().map(|&i| rows[i][j].as_str()).collect();
+            describe_column(&values).map_err(|k| {
+                DataError::corrupt(
+                    path,
+                    format!(
+                        "line {}, column '{}': '{}' is not a finite number in a numeric column (fix it, or mark it missing: empty, ?, NA)",
+                        first_line + kept[k],
+                        names[j],
+                        values[k]
+                    ),
+                )
+            })
+        })
+        .collect::<Result<_>>()?;
     let mut feature_names = Vec::new();
     for (c, &j) in columns.iter().zip(&feature_cols) {
         match c {
@@ -396,6 +415,15 @@ mod tests {
         let idx = CsvOptions { label: LabelColumn::Index(7), ..CsvOptions::default() };
         assert!(load("1,2,0\n", &idx).unwrap_err().to_string().contains("column 7 does not exist"));
         assert!(load("1,2,0\n3,4,0\n", &CsvOptions::default()).unwrap_err().to_string().contains("single class"));
+        // One bad cell among numbers is an error naming its line and column, not 40 one-hot columns.
+        for cell in ["abc", "inf", "1e309"] {
+            let csv = format!("a,b,y\n1,2,0\n3,{cell},1\n5,6,0\n7,8,1\n");
+            let e = load(&csv, &CsvOptions::default()).unwrap_err().to_string();
+            assert!(e.contains("line 3, column 'b'") && e.contains(cell), "{e}");
+        }
+        // A categorical column is still one: most of its values are not numbers.
+        let colours = load("c,y\nred,0\n7,1\nblue,0\n", &CsvOptions::default()).unwrap();
+        assert_eq!(colours.dim, 3);
         for e in [bad_row, no_label] {
             assert!(!e.contains('\n'));
         }

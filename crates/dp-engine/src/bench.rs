@@ -13,7 +13,7 @@ use crate::optimizer::optimizer;
 use crate::step::batching::Batching;
 use crate::step::{self, StepState, TrainStep};
 use crate::train_config::{MechanismName, OptimizerName, TrainConfig};
-use crate::zoo::{ConvNet, ModelSpec, build};
+use crate::zoo::{ModelSpec, ZooModel, build};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use dp_accounting::PrivacyLedger;
@@ -21,6 +21,10 @@ use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
 use rand::Rng;
 use serde::Serialize;
 use std::time::Instant;
+
+/// The most pixel bytes of a benchmark lot (4 GiB): larger lots are refused from arithmetic
+/// before anything is allocated.
+const MAX_LOT_BYTES: usize = 1 << 32;
 
 /// What to time.
 #[derive(Debug, Clone)]
@@ -74,8 +78,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// One benchmarked mechanism: its step, its own copy of the model and its optimiser.
 struct Contender {
-    step: Box<dyn TrainStep<ConvNet>>,
-    model: Option<ConvNet>,
+    step: Box<dyn TrainStep<ZooModel>>,
+    model: Option<ZooModel>,
     optimizer: ModuleOptimizer,
 }
 
@@ -83,7 +87,7 @@ struct Contender {
 fn contender(
     name: MechanismName,
     config: &BenchConfig,
-    model: &ConvNet,
+    model: &ZooModel,
     table: &ParamTable,
     batching: Batching,
 ) -> Result<Contender> {
@@ -113,7 +117,15 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     let dev = &device.device;
     let mut rng = ChaChaState::new(Some(0), 0).restore();
     let size: usize = config.input.iter().product();
-    let pixels = config.lot_size.checked_mul(size).ok_or_else(|| EngineError::invalid("lot size", "too large"))?;
+    let pixels = config.lot_size.checked_mul(size).filter(|&p| p <= MAX_LOT_BYTES).ok_or_else(|| {
+        EngineError::invalid(
+            "lot size",
+            format!(
+                "{} examples of {size} values are beyond the {MAX_LOT_BYTES} bytes a benchmark lot may hold",
+                config.lot_size
+            ),
+        )
+    })?;
     let pixels: Vec<u8> = (0..pixels).map(|_| rng.random()).collect();
     let labels: Vec<u8> = (0..config.lot_size).map(|_| rng.random_range(0..config.classes as u8)).collect();
     let channels = config.input[0];

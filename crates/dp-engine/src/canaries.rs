@@ -62,6 +62,14 @@ fn host_sigmas(scales: &[NoiseScale], sizes: &[usize], wanted: impl Fn(usize) ->
         .collect()
 }
 
+/// The refusal of `m` canaries on a model of `coordinates` scalars (one coordinate each).
+fn too_many(m: usize, coordinates: usize) -> EngineError {
+    EngineError::invalid(
+        "audit canaries",
+        format!("{m} canaries need as many coordinates; the model has {coordinates}"),
+    )
+}
+
 /// ln(1 - q + q e^a) without overflow: the log likelihood ratio of one step's observation.
 fn log_mixture(q: f64, a: f64) -> f64 {
     let (x, y) = ((1.0 - q).ln(), q.ln() + a);
@@ -94,6 +102,10 @@ impl WhiteBoxCanaries {
         sizes: &[usize],
         bound: f64,
     ) -> Result<Self> {
+        let coordinates: usize = sizes.iter().sum();
+        if count > coordinates {
+            return Err(too_many(count, coordinates));
+        }
         let mut canaries = Self::new(count, rate, seed)?;
         canaries.place(scales, sizes, &vec![bound; sizes.len()])?;
         Ok(canaries)
@@ -121,10 +133,7 @@ impl WhiteBoxCanaries {
             .collect();
         let m = self.included.len();
         if m > coordinates.len() {
-            return Err(EngineError::invalid(
-                "audit canaries",
-                format!("{m} canaries need as many coordinates; the model has {}", coordinates.len()),
-            ));
+            return Err(too_many(m, coordinates.len()));
         }
         // Stable: ties (uniform noise) keep the model's order.
         coordinates.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -25,7 +25,7 @@ use crate::step::batching::Batching;
 use crate::step::private::mean_gradient;
 use crate::tensor_io::{to_host, vector};
 use crate::train_config::{MechanismName, SamplingName, TrainConfig};
-use crate::zoo::{ConvNet, ModelSpec, build};
+use crate::zoo::{ModelSpec, ZooModel, build};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::store::ModuleRecord;
@@ -37,6 +37,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// The ChaCha20 stream reserved for parameter initialisation.
@@ -127,6 +128,8 @@ pub struct TrainReport {
     pub run_dir: PathBuf,
     /// False when this session stopped before the planned steps (resume to continue).
     pub completed: bool,
+    /// True when an interruption (Ctrl-C, SIGTERM) stopped this session early.
+    pub interrupted: bool,
     /// The one-run audit, when one was asked for.
     pub audit: Option<RunAudit>,
 }
@@ -173,6 +176,8 @@ pub struct Session {
     pub audit: Option<AuditRequest>,
     /// Start a fresh run in a folder that holds another run's files, replacing them.
     pub overwrite: bool,
+    /// Raised (by a signal handler) to stop after the current step with a checkpoint.
+    pub interrupt: Option<&'static AtomicBool>,
 }
 
 /// The files a run writes into its folder.
@@ -209,7 +214,7 @@ fn start_run_folder(run_dir: &Path, config: &TrainConfig, z: Option<f64>, overwr
 
 /// A run continued from its checkpoint.
 struct Restored {
-    model: ConvNet,
+    model: ZooModel,
     optimizer: ModuleOptimizer,
     state: StepState,
     step: u64,
@@ -246,7 +251,7 @@ fn resume(
     config: &TrainConfig,
     plan: &Plan,
     mechanism: &dyn Mechanism,
-    fresh: (ConvNet, ModuleOptimizer),
+    fresh: (ZooModel, ModuleOptimizer),
     path: &Path,
     device: &Device,
 ) -> Result<Restored> {
@@ -337,6 +342,23 @@ fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
     writeln!(f, "{line}").map_err(io)
 }
 
+/// Drops the lines of `path` logged after `step`: a run killed after logging steps its last
+/// checkpoint does not hold takes them again on resume, and would log them twice.
+fn keep_metrics_until(path: &Path, step: u64) -> Result<()> {
+    let Ok(text) = fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let kept: String = text
+        .lines()
+        .filter(|line| {
+            let logged = serde_json::from_str::<serde_json::Value>(line).ok().and_then(|v| v["step"].as_u64());
+            logged.is_some_and(|s| s <= step)
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    write_atomic(path, kept.as_bytes())
+}
+
 /// Everything a checkpoint is written from.
 struct Snapshot<'a> {
     config_digest: &'a str,
@@ -348,7 +370,7 @@ struct Snapshot<'a> {
 /// Writes the checkpoint of `model`, `optimizer` and `state` atomically.
 fn save(
     snap: &Snapshot<'_>,
-    model: &ConvNet,
+    model: &ZooModel,
     optimizer: &ModuleOptimizer,
     state: StepState,
     path: &Path,
@@ -457,6 +479,10 @@ pub fn train(
         }
     };
     let Restored { mut model, optimizer, state, mut step, mut seconds } = restored;
+    let metrics_path = run_dir.join("metrics.jsonl");
+    if session.resume {
+        keep_metrics_until(&metrics_path, step)?;
+    }
     // After a resume the parameters carry the checkpoint's ids: the table is taken from them.
     let table = ParamTable::of(&model)?;
     let planned_steps = plan.planned_steps;
@@ -477,8 +503,8 @@ pub fn train(
     });
     let steps_per_epoch = ((n as f64 / config.lot_size as f64).round() as u64).max(1);
     let log_every = (steps_per_epoch / 10).max(1);
-    let metrics_path = run_dir.join("metrics.jsonl");
     let mut segment = Instant::now();
+    let mut interrupted = false;
     let stop_at = session.stop_after.map_or(planned_steps, |s| (step + s).min(planned_steps));
     while step < stop_at {
         let (next, metrics) = dp.step(model, &source, config.learning_rate)?;
@@ -502,11 +528,15 @@ pub fn train(
             append_line(&metrics_path, &event)?;
             observe(&event);
         }
-        if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at {
+        interrupted = session.interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst));
+        if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at || interrupted {
             seconds += segment.elapsed().as_secs_f64();
             segment = Instant::now();
             let snap = Snapshot { config_digest: &config_digest, planned_steps, step, seconds };
             save(&snap, &model, dp.optimizer(), dp.state(), &ckpt_path)?;
+        }
+        if interrupted {
+            break;
         }
     }
     let test_accuracy = evaluate(&model, &test_data, dev);
@@ -529,6 +559,7 @@ pub fn train(
         notes: dp.notes().to_vec(),
         run_dir: run_dir.clone(),
         completed: step == planned_steps,
+        interrupted: interrupted && step < planned_steps,
         audit: session.audit.zip(dp.canaries()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
     };
     let json = serde_json::to_vec_pretty(&report).unwrap_or_default();

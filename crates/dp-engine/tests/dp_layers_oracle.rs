@@ -2,7 +2,8 @@
 //! own forward and backward pass with Burn's autodiff on the parameters (`Module::train`). Three
 //! user-style models defined here: one with every DP layer kind and norm method (convolutions
 //! with stride, padding, dilation, with and without bias, materialised and ghost norms; GroupNorm;
-//! dense layers with and without bias; LayerNorm), a residual network with GroupNorm, and an
+//! dense layers with and without bias; LayerNorm), a residual network with GroupNorm and
+//! weight-standardised convolutions (the gradient through the standardisation's Jacobian), and an
 //! embedding model over sequences. Per-example squared norms per layer, and clipped sums (flat and
 //! per layer), must equal the loop's to 1e-4 relative, on ndarray and on wgpu (lavapipe in CI).
 
@@ -65,7 +66,8 @@ impl EveryLayer {
     }
 }
 
-/// A residual block with GroupNorm after each convolution, global average pooling, a head.
+/// A residual block of weight-standardised convolutions with GroupNorm after each (WRN-16-4's
+/// block, De et al. 2022), global average pooling, a head.
 #[derive(Module, Debug)]
 struct Residual {
     stem: DpConv2d,
@@ -81,9 +83,9 @@ impl Residual {
         let conv = |c_in| DpConv2dConfig::new([c_in, 4], [3, 3]).with_padding([1, 1]);
         Self {
             stem: conv(1).init(device),
-            conv1: conv(4).with_bias(false).init(device),
+            conv1: conv(4).with_bias(false).with_standardize(true).init(device),
             gn1: DpGroupNormConfig::new(2, 4).init(device),
-            conv2: conv(4).with_bias(false).init(device),
+            conv2: conv(4).with_bias(false).with_standardize(true).init(device),
             gn2: DpGroupNormConfig::new(2, 4).init(device),
             head: DpLinearConfig::new(4, CLASSES).init(device),
         }

@@ -29,7 +29,7 @@ use dp_engine::step::lot::{LotSource, lot_sum};
 use dp_engine::step::{self, StepState, TrainStep};
 use dp_engine::tensor_io::vector;
 use dp_engine::train_config::{MechanismName, OptimizerName, TrainConfig};
-use dp_engine::zoo::{ConvNet, ModelName, ModelSpec, Normalization, build};
+use dp_engine::zoo::{ModelName, ModelSpec, Normalization, ZooModel, build};
 use dp_kernels::NoiseScale;
 use oracle::{assert_close, host, naive_gradients, param_value, sq};
 use rand::{Rng, SeedableRng};
@@ -38,14 +38,14 @@ use rand_chacha::ChaCha20Rng;
 const CLASSES: usize = 10;
 const N: usize = 7;
 
-fn model(name: ModelName, shape: [usize; 3], rng: &mut ChaCha20Rng, device: &Device) -> ConvNet {
+fn model(name: ModelName, shape: [usize; 3], rng: &mut ChaCha20Rng, device: &Device) -> ZooModel {
     let spec = ModelSpec { name, activation: Activation::Tanh, hidden: None, normalization: Normalization::None };
     build(spec, shape, CLASSES, rng, device).expect("a zoo model").train()
 }
 
 /// N random images whose labels `model` gets right on even examples and wrong on odd ones, so
 /// that the padded batch below starts with a right one: a pad counted like a real row would show.
-fn data(model: &ConvNet, shape: [usize; 3], rng: &mut ChaCha20Rng, device: &Device) -> ImageDataset {
+fn data(model: &ZooModel, shape: [usize; 3], rng: &mut ChaCha20Rng, device: &Device) -> ImageDataset {
     let pixels: Vec<u8> = (0..N * shape.iter().product::<usize>()).map(|_| rng.random()).collect();
     let normalization = PixelNormalization { mean: vec![0.5; shape[0]], std: vec![0.25; shape[0]] };
     let unlabelled = ImageDataset::new(pixels.clone(), vec![0; N], shape, CLASSES, normalization.clone()).unwrap();
@@ -61,7 +61,7 @@ fn data(model: &ConvNet, shape: [usize; 3], rng: &mut ChaCha20Rng, device: &Devi
 }
 
 /// Each example's gradient and its total norm, from the naive loop.
-fn naive(model: &ConvNet, table: &ParamTable, data: &ImageDataset, device: &Device) -> (Vec<Vec<Vec<f64>>>, Vec<f64>) {
+fn naive(model: &ZooModel, table: &ParamTable, data: &ImageDataset, device: &Device) -> (Vec<Vec<Vec<f64>>>, Vec<f64>) {
     let source = CrossEntropyLots { data };
     let grads = naive_gradients(model, table, N, |m, e| source.losses(m, &[e], device).losses);
     let norms = grads.iter().map(|g| g.iter().map(|t| sq(t)).sum::<f64>().sqrt()).collect();
@@ -115,10 +115,10 @@ fn one_step(
     name: MechanismName,
     clip: f64,
     z: f64,
-    model: &ConvNet,
+    model: &ZooModel,
     data: &ImageDataset,
     device: &Device,
-) -> (ConvNet, Box<dyn TrainStep<ConvNet>>) {
+) -> (ZooModel, Box<dyn TrainStep<ZooModel>>) {
     let config = TrainConfig { mechanism: name, clip_norm: clip, seed: Some(1), ..TrainConfig::default() };
     let mechanism = mechanism::for_config(&config).unwrap();
     let z = mechanism.is_private().then_some(z);
@@ -174,6 +174,7 @@ fn ndarray_zoo_and_steps_match_the_naive_loop() {
     check_lot_sum(ModelName::Cifar10Cnn, [3, 8, 8], &device);
     check_lot_sum(ModelName::Logreg, [1, 4, 5], &device);
     check_lot_sum(ModelName::Mlp, [1, 3, 3], &device);
+    check_lot_sum(ModelName::Wrn16x4, [1, 4, 4], &device);
     check_steps(&device);
 }
 

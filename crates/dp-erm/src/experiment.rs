@@ -114,9 +114,10 @@ impl Experiment<'_> {
         self.cells().len() * self.repeats
     }
 
-    /// Runs every cell; `progress` is called after each run. A cell whose theorem refuses the
-    /// setting is reported with the reason; any other error stops the experiment.
-    pub fn run(&self, mut progress: impl FnMut(Method, Option<f64>)) -> Result<ExperimentReport> {
+    /// Runs every cell; `progress` is told the cell of each run before it starts and how many
+    /// runs are finished. A cell whose theorem refuses the setting is reported with the reason;
+    /// any other error stops the experiment.
+    pub fn run(&self, mut progress: impl FnMut(Method, Option<f64>, usize)) -> Result<ExperimentReport> {
         let problem = self.problem;
         let objective = problem.objective();
         let mut rows = Vec::new();
@@ -126,6 +127,7 @@ impl Experiment<'_> {
             let mut first = None;
             let mut refused = None;
             for repeat in 0..self.repeats {
+                progress(method, epsilon, stream as usize);
                 stream += 1;
                 let mut rng = NoiseRng::new(self.seed, stream);
                 let start = Instant::now();
@@ -133,7 +135,6 @@ impl Experiment<'_> {
                     Ok(o) => o,
                     Err(e @ (ErmError::Refused { .. } | ErmError::Accounting(_))) => {
                         refused = Some(e.to_string());
-                        progress(method, epsilon);
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -148,7 +149,6 @@ impl Experiment<'_> {
                     data.write_csv(&path).map_err(ErmError::Data)?;
                 }
                 first.get_or_insert(outcome);
-                progress(method, epsilon);
             }
             let (accuracy_mean, accuracy_std) = mean_std(&acc);
             let (gap_mean, gap_std) = mean_std(&gap);

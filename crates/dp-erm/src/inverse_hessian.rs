@@ -1,8 +1,9 @@
 //! Inverse-Hessian products H^{-1} v at a fixed point (the influence function of Koh & Liang,
 //! DBDP-ERM Algorithm 2 line 2). The Hessian is factored once (Cholesky) when it is small enough
 //! to hold: exact for logistic and softmax regression, assembled column by column from
-//! finite-difference Hessian-vector products for the MLP. Larger models solve each product by
-//! conjugate gradient on Hessian-vector products.
+//! finite-difference Hessian-vector products for the MLP. Larger models (a softmax over many
+//! classes included: its dense Hessian would be p^2 floats) solve each product by conjugate
+//! gradient on Hessian-vector products.
 
 use crate::error::{ErmError, Result};
 use crate::linalg::{Cholesky, Matrix, dot};
@@ -47,11 +48,10 @@ fn assemble(objective: &Objective<'_>, theta: &[f64]) -> Matrix {
 impl InverseHessian {
     /// The inverse Hessian of `objective` at `theta`.
     pub fn at(objective: &Objective<'_>, theta: &[f64]) -> Result<Self> {
-        let hessian = match objective.hessian(theta) {
-            Some(h) => h,
-            None if theta.len() <= DENSE_LIMIT => assemble(objective, theta),
-            None => return Ok(InverseHessian::ConjugateGradient { theta: theta.to_vec() }),
-        };
+        if theta.len() > DENSE_LIMIT {
+            return Ok(InverseHessian::ConjugateGradient { theta: theta.to_vec() });
+        }
+        let hessian = objective.hessian(theta).unwrap_or_else(|| assemble(objective, theta));
         hessian.cholesky().map(InverseHessian::Factored).ok_or_else(not_positive_definite)
     }
 

@@ -131,6 +131,25 @@ fn influence_predicts_leave_one_out_retraining() {
     eprintln!("influence vs leave-one-out: correlation {r:.4} over {} coordinates", predicted.len());
 }
 
+/// A softmax over many classes (a 1,000-class table) has no dense Hessian built: beyond
+/// DENSE_LIMIT parameters H^{-1} v is conjugate gradient on Hessian-vector products (the dense
+/// p x p factor took minutes and p^2 floats), and its solve satisfies H x = v.
+#[test]
+fn a_softmax_over_many_classes_solves_by_conjugate_gradient() {
+    let model = Softmax { features: 5, classes: 900 };
+    assert!(model.dim() > dp_erm::inverse_hessian::DENSE_LIMIT, "{} parameters", model.dim());
+    let data = synthetic(30, 5, 900, 12);
+    let objective = Objective { model: &model, data: &data, lambda: 0.05 };
+    let theta = random_theta(model.dim(), 0.1, 13);
+    let inverse = InverseHessian::at(&objective, &theta).unwrap();
+    assert!(matches!(inverse, InverseHessian::ConjugateGradient { .. }), "a dense factor was built");
+    let v = random_theta(model.dim(), 1.0, 14);
+    let x = inverse.solve(&objective, &v).unwrap();
+    let hx = objective.hessian_vector(&theta, &x);
+    let residual: f64 = hx.iter().zip(&v).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+    assert!(residual < 1e-5 * norm(&v), "||Hx - v|| = {residual}");
+}
+
 /// The logistic closed form of w = ||d/dx grad_theta l||_2 against finite differences with power
 /// iteration (the MLP's method), at random points including large margins.
 #[test]

@@ -10,6 +10,13 @@
 //!   clipped sum).
 //!
 //! The clipped sum is one GEMM over all examples and positions ("book-keeping").
+//!
+//! A weight-standardised layer (`DpConv2d` with `standardize`) computes with
+//! W^ = (W - mean) / s per output row (s = sqrt(var + eps), over the row's K inputs), so its
+//! parameter's gradient is J^T g with J^T g = (g - mean(g) - W^ mean(g ∘ W^)) / s per row, exact
+//! with the eps. J^T is linear and the same for every example, so the sum still takes one GEMM
+//! (J^T applied once, after it); the norms need each example's J^T g, so such a layer
+//! materialises its per-example gradients.
 
 use super::{ParamGrad, PerExampleGrads, scale_examples, sum_per_example};
 use burn::module::ParamId;
@@ -58,8 +65,26 @@ pub struct AffineGrads {
     layout: WeightLayout,
     bias: Option<ParamId>,
     method: NormMethod,
-    /// The materialised per-example weight gradients [B, N, K], once computed.
+    /// The materialised per-example weight gradients [B, N, K] (before any standardisation
+    /// Jacobian), once computed.
     materialized: Option<Tensor<3>>,
+    /// A weight-standardised layer's W^ [N, K] and 1 / s [N, 1].
+    standardization: Option<(Tensor<2>, Tensor<2>)>,
+}
+
+/// J^T g for gradients g [..., N, K] with respect to W^ = standardise(W): the gradient with
+/// respect to W, row by row (the module comment).
+fn standardization_jacobian<const D: usize>(g: Tensor<D>, w_hat: &Tensor<2>, inv_std: &Tensor<2>) -> Tensor<D> {
+    let [n, k] = w_hat.dims();
+    let mut dims = [1; D];
+    dims[D - 2] = n;
+    dims[D - 1] = k;
+    let w_hat = w_hat.clone().reshape(dims);
+    dims[D - 1] = 1;
+    let inv_std = inv_std.clone().reshape(dims);
+    let mean = g.clone().mean_dim(D - 1);
+    let along = (g.clone() * w_hat.clone()).mean_dim(D - 1);
+    (g - mean - w_hat * along) * inv_std
 }
 
 impl AffineGrads {
@@ -74,7 +99,15 @@ impl AffineGrads {
         let [_, k, p] = input.dims();
         let n = grad.dims()[1];
         let method = NormMethod::cheapest(p, n, k);
-        Self { input, grad, weight, layout, bias, method, materialized: None }
+        Self { input, grad, weight, layout, bias, method, materialized: None, standardization: None }
+    }
+
+    /// The same layer computing with the standardised weight `w_hat` [N, K] (rows divided by
+    /// their std: `inv_std` [N] is 1 / s); its norms are taken on materialised gradients.
+    pub fn standardized(self, w_hat: Tensor<2>, inv_std: Tensor<1>) -> Self {
+        let n = inv_std.dims()[0];
+        let standardization = Some((w_hat, inv_std.reshape([n, 1])));
+        Self { method: NormMethod::Materialize, standardization, ..self }
     }
 
     /// A [B, K] and G [B, N] of a rank-one layer.
@@ -99,9 +132,12 @@ impl PerExampleGrads for AffineGrads {
             }
             NormMethod::Materialize => {
                 let per_example = self.grad.clone().matmul(self.input.clone().swap_dims(1, 2));
-                let norms = sum_per_example(per_example.clone().square());
+                let of_weight = match &self.standardization {
+                    Some((w_hat, inv_std)) => standardization_jacobian(per_example.clone(), w_hat, inv_std),
+                    None => per_example.clone(),
+                };
                 self.materialized = Some(per_example);
-                norms
+                sum_per_example(of_weight.square())
             }
         };
         match self.bias {
@@ -138,6 +174,13 @@ impl PerExampleGrads for AffineGrads {
                     WeightLayout::OutputMajor => g.matmul(a),
                 }
             }
+        };
+        let weight = match &self.standardization {
+            Some((w_hat, inv_std)) if self.layout == WeightLayout::OutputMajor => {
+                standardization_jacobian(weight, w_hat, inv_std)
+            }
+            Some((w_hat, inv_std)) => standardization_jacobian(weight.transpose(), w_hat, inv_std).transpose(),
+            None => weight,
         };
         let mut grads = vec![ParamGrad { id: self.weight, value: weight.reshape([n * k]) }];
         if let Some(id) = self.bias {

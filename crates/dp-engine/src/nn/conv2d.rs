@@ -30,6 +30,10 @@ pub struct DpConv2dConfig {
     /// Whether the layer has a bias.
     #[config(default = true)]
     pub bias: bool,
+    /// Weight standardisation (Qiao et al. 2019; De et al. 2022 for DP): the convolution uses
+    /// each output channel's weights standardised to mean 0 and variance 1.
+    #[config(default = false)]
+    pub standardize: bool,
     /// Initialiser (default: PyTorch's, uniform in +-1/sqrt(fan_in)).
     #[config(default = "Initializer::KaimingUniform{gain:1.0/3.0f64.sqrt(), fan_out_only:false}")]
     pub initializer: Initializer,
@@ -48,7 +52,12 @@ pub struct DpConv2d {
     pub padding: [usize; 2],
     /// Dilation.
     pub dilation: [usize; 2],
+    /// Whether the weight is standardised per output channel before use.
+    pub standardize: bool,
 }
+
+/// Added to each output channel's weight variance before its square root.
+const STANDARDIZATION_EPSILON: f64 = 1e-5;
 
 impl DpConv2dConfig {
     /// A convolution on `device`.
@@ -58,7 +67,14 @@ impl DpConv2dConfig {
         let (fan_in, fan_out) = (c_in * kh * kw, c_out * kh * kw);
         let weight = self.initializer.init_with([c_out, c_in, kh, kw], Some(fan_in), Some(fan_out), device);
         let bias = self.bias.then(|| self.initializer.init_with([c_out], Some(fan_in), Some(fan_out), device));
-        DpConv2d { weight, bias, stride: self.stride, padding: self.padding, dilation: self.dilation }
+        DpConv2d {
+            weight,
+            bias,
+            stride: self.stride,
+            padding: self.padding,
+            dilation: self.dilation,
+            standardize: self.standardize,
+        }
     }
 }
 
@@ -99,8 +115,17 @@ impl DpConv2d {
         let [ho, wo] = self.output_size([h, w]);
         let k = c_in * kh * kw;
         let cols = self.im2col(x, [kh, kw]);
-        let weight = self.weight.val().reshape([1, c_out, k]).expand([b, c_out, k]);
-        let z = weight.matmul(cols.clone());
+        let flat = self.weight.val().reshape([c_out, k]);
+        // Standardised: W^ = (W - mean) / s per output row, and 1 / s for the tape.
+        let (used, standardization) = if self.standardize {
+            let centered = flat.clone() - flat.mean_dim(1);
+            let inv_std = centered.clone().square().mean_dim(1).add_scalar(STANDARDIZATION_EPSILON).sqrt().recip();
+            let w_hat = centered * inv_std.clone();
+            (w_hat.clone(), Some((w_hat.inner(), inv_std.inner().reshape([c_out]))))
+        } else {
+            (flat, None)
+        };
+        let z = used.reshape([1, c_out, k]).expand([b, c_out, k]).matmul(cols.clone());
         let z = match &self.bias {
             Some(bias) => z + bias.val().reshape([1, c_out, 1]),
             None => z,
@@ -111,7 +136,12 @@ impl DpConv2d {
             let a = cols.inner();
             Box::new(move |g: Tensor<2>| {
                 let positions = g.dims()[1] / c_out;
-                Box::new(AffineGrads::new(a, g.reshape([b, c_out, positions]), weight, WeightLayout::OutputMajor, bias))
+                let grads =
+                    AffineGrads::new(a, g.reshape([b, c_out, positions]), weight, WeightLayout::OutputMajor, bias);
+                Box::new(match standardization {
+                    Some((w_hat, inv_std)) => grads.standardized(w_hat, inv_std),
+                    None => grads,
+                })
             })
         });
         z.reshape([b, c_out, ho, wo])

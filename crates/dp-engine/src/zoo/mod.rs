@@ -10,13 +10,19 @@
 //!   fc 128, fc classes.
 //! - `logreg`: multinomial logistic regression on the flattened input.
 //! - `mlp`: one hidden layer (as wide as the input unless `hidden` says otherwise).
+//! - `wrn-16-4`: De et al. 2022's wide residual network with GroupNorm and weight-standardised
+//!   convolutions (`wide_resnet`).
 //!
 //! BatchNorm is refused: it mixes the examples of a batch, so no per-example gradient exists and
 //! DP-SGD's sensitivity argument fails; GroupNorm is the DP-compatible replacement.
 
 mod conv_net;
+mod wide_resnet;
+mod zoo_model;
 
 pub use conv_net::ConvNet;
+pub use wide_resnet::{WideBlock, WideResNet};
+pub use zoo_model::ZooModel;
 
 use crate::activation::Activation;
 use crate::error::{EngineError, Result};
@@ -42,12 +48,21 @@ pub enum ModelName {
     Logreg,
     /// One-hidden-layer perceptron.
     Mlp,
+    /// WRN-16-4 with GroupNorm and weight standardisation (De et al. 2022).
+    #[serde(rename = "wrn-16-4")]
+    Wrn16x4,
 }
 
 impl ModelName {
     /// Every model, for help texts.
-    pub const ALL: [ModelName; 5] =
-        [ModelName::MnistCnn, ModelName::XiangMnist, ModelName::Cifar10Cnn, ModelName::Logreg, ModelName::Mlp];
+    pub const ALL: [ModelName; 6] = [
+        ModelName::MnistCnn,
+        ModelName::XiangMnist,
+        ModelName::Cifar10Cnn,
+        ModelName::Logreg,
+        ModelName::Mlp,
+        ModelName::Wrn16x4,
+    ];
 
     /// The name users type.
     pub fn as_str(self) -> &'static str {
@@ -57,6 +72,7 @@ impl ModelName {
             ModelName::Cifar10Cnn => "cifar10-cnn",
             ModelName::Logreg => "logreg",
             ModelName::Mlp => "mlp",
+            ModelName::Wrn16x4 => "wrn-16-4",
         }
     }
 }
@@ -186,7 +202,7 @@ pub fn build(
     classes: usize,
     rng: &mut ChaCha20Rng,
     device: &Device,
-) -> Result<ConvNet> {
+) -> Result<ZooModel> {
     if spec.normalization == Normalization::Batch {
         return Err(EngineError::Unsupported(
             "BatchNorm has no DP implementation (it mixes the examples of a batch, so per-example \
@@ -198,6 +214,14 @@ pub fn build(
     if classes < 2 {
         return Err(EngineError::invalid("classes", format!("{classes}: a classifier needs at least 2")));
     }
+    Ok(match spec.name {
+        ModelName::Wrn16x4 => ZooModel::Wide(seeded(WideResNet::new(input[0], classes, spec.activation, device), rng)),
+        _ => ZooModel::Conv(seeded(conv_net(spec, input, classes, device)?, rng)),
+    })
+}
+
+/// The convolutions-then-dense-layers architectures.
+fn conv_net(spec: ModelSpec, input: [usize; 3], classes: usize, device: &Device) -> Result<ConvNet> {
     let net = ConvNet { convs: Vec::new(), dense: Vec::new(), pools: Vec::new(), activation: spec.activation };
     let mut b = Builder { net, shape: Shape::Image(input), device, params: 0 };
     match spec.name {
@@ -223,6 +247,7 @@ pub fn build(
             }
             b.dense(hidden)?.dense(classes)?;
         }
+        ModelName::Wrn16x4 => return Err(EngineError::Unsupported("wrn-16-4 is a residual network".into())),
     }
-    Ok(seeded(b.net, rng))
+    Ok(b.net)
 }

@@ -1,0 +1,110 @@
+//! `wrn-16-4`: the wide residual network of De et al. 2022 ("Unlocking high-accuracy
+//! differentially private image classification through scale"), depth 16 and width 4: a 3x3 stem
+//! of 16 channels, three groups of two pre-activation residual blocks of 64, 128 and 256 channels
+//! (the second and third groups start with stride 2), GroupNorm with 16 groups in place of
+//! BatchNorm, weight-standardised convolutions (their per-example gradients go through the
+//! standardisation's Jacobian: `grad_sample::affine`), a final GroupNorm, global average pooling
+//! and a dense head. A 1x1 standardised convolution carries the shortcut where the shape changes.
+
+use crate::activation::Activation;
+use crate::classifier::ImageClassifier;
+use crate::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
+use burn::module::Module;
+use burn::tensor::{Device, Tensor};
+
+/// GroupNorm's groups (De et al.).
+const GROUPS: usize = 16;
+/// Channels of the stem.
+const STEM: usize = 16;
+/// Blocks per group: (depth - 4) / 6 for depth 16.
+const BLOCKS: usize = 2;
+/// Channel multiplier.
+const WIDTH: usize = 4;
+
+/// A weight-standardised convolution without bias, k x k, padding k / 2.
+fn conv(c_in: usize, c_out: usize, kernel: usize, stride: usize, device: &Device) -> DpConv2d {
+    DpConv2dConfig::new([c_in, c_out], [kernel, kernel])
+        .with_stride([stride, stride])
+        .with_padding([kernel / 2, kernel / 2])
+        .with_bias(false)
+        .with_standardize(true)
+        .init(device)
+}
+
+/// GroupNorm -> activation -> conv -> GroupNorm -> activation -> conv, plus the shortcut.
+#[derive(Module, Debug)]
+pub struct WideBlock {
+    norm1: DpGroupNorm,
+    conv1: DpConv2d,
+    norm2: DpGroupNorm,
+    conv2: DpConv2d,
+    /// A 1x1 convolution of the normalised input where channels or resolution change.
+    shortcut: Option<DpConv2d>,
+}
+
+impl WideBlock {
+    fn new(c_in: usize, c_out: usize, stride: usize, device: &Device) -> Self {
+        Self {
+            norm1: DpGroupNormConfig::new(GROUPS, c_in).init(device),
+            conv1: conv(c_in, c_out, 3, stride, device),
+            norm2: DpGroupNormConfig::new(GROUPS, c_out).init(device),
+            conv2: conv(c_out, c_out, 3, 1, device),
+            shortcut: (c_in != c_out || stride != 1).then(|| conv(c_in, c_out, 1, stride, device)),
+        }
+    }
+
+    fn forward(&self, x: Tensor<4>, activation: Activation) -> Tensor<4> {
+        let o = activation.apply(self.norm1.forward(x.clone()));
+        let skip = match &self.shortcut {
+            Some(s) => s.forward(o.clone()),
+            None => x,
+        };
+        let h = activation.apply(self.norm2.forward(self.conv1.forward(o)));
+        self.conv2.forward(h) + skip
+    }
+}
+
+/// WRN-16-4 with GroupNorm and weight standardisation.
+#[derive(Module, Debug)]
+pub struct WideResNet {
+    stem: DpConv2d,
+    blocks: Vec<WideBlock>,
+    norm: DpGroupNorm,
+    head: DpLinear,
+    #[module(skip)]
+    activation: Activation,
+}
+
+impl WideResNet {
+    /// The network for images of `channels` channels and `classes` classes.
+    pub fn new(channels: usize, classes: usize, activation: Activation, device: &Device) -> Self {
+        let mut blocks = Vec::new();
+        let mut c_in = STEM;
+        for (group, stride) in [1, 2, 2].into_iter().enumerate() {
+            let c_out = (STEM * WIDTH) << group;
+            for b in 0..BLOCKS {
+                blocks.push(WideBlock::new(c_in, c_out, if b == 0 { stride } else { 1 }, device));
+                c_in = c_out;
+            }
+        }
+        Self {
+            stem: conv(channels, STEM, 3, 1, device),
+            blocks,
+            norm: DpGroupNormConfig::new(GROUPS, c_in).init(device),
+            head: DpLinearConfig::new(c_in, classes).init(device),
+            activation,
+        }
+    }
+}
+
+impl ImageClassifier for WideResNet {
+    fn logits(&self, x: Tensor<4>) -> Tensor<2> {
+        let mut h = self.stem.forward(x);
+        for block in &self.blocks {
+            h = block.forward(h, self.activation);
+        }
+        let h = self.activation.apply(self.norm.forward(h));
+        let [b, c, _, _] = h.dims();
+        self.head.forward(h.mean_dim(3).mean_dim(2).reshape([b, c]))
+    }
+}

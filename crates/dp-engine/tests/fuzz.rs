@@ -1,0 +1,228 @@
+//! A bounded fuzz harness for every parser and the checkpoint loader: IDX (raw and gzip), the
+//! CIFAR-10 binary, CSV tables, the TOML run configuration, and checkpoints (raw damage, and
+//! damage under a recomputed digest, which reaches the header, the Burn records and every resume
+//! check). Each input is a valid seed file mutated by a ChaCha-driven mutator (bit flips, extreme
+//! bytes, truncation, duplication, insertion, appended garbage); each run must give a clean error
+//! or a correct result, never a panic (caught and counted: the test fails on any) or an abort
+//! (which would kill the test). The counts are printed (`--nocapture`) and recorded in
+//! docs/RESULTS.md; DPTRAIN_FUZZ_ROUNDS scales them (default 10).
+
+use dp_data::idx::{encode_idx, read_idx};
+use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
+use dp_engine::backend;
+use dp_engine::checkpoint::Checkpoint;
+use dp_engine::mechanism;
+use dp_engine::train_config::{MechanismName, TrainConfig};
+use dp_engine::trainer::{Session, train};
+use dp_engine::zoo::ModelName;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+/// Rounds of every target (scaled by DPTRAIN_FUZZ_ROUNDS).
+fn rounds(base: usize) -> usize {
+    base * std::env::var("DPTRAIN_FUZZ_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(10)
+}
+
+/// One mutation of `seed`.
+fn mutate(seed: &[u8], rng: &mut ChaCha20Rng) -> Vec<u8> {
+    let mut v = seed.to_vec();
+    for _ in 0..rng.random_range(1..4) {
+        let at = if v.is_empty() { 0 } else { rng.random_range(0..v.len()) };
+        match rng.random_range(0..7) {
+            0 if !v.is_empty() => v[at] ^= 1 << rng.random_range(0..8),
+            1 if !v.is_empty() => v[at] = [0x00, 0xff, 0x7f, 0x80, b'9', b'-', b'"'][rng.random_range(0..7)],
+            2 => v.truncate(at),
+            3 if !v.is_empty() => {
+                let end = (at + rng.random_range(1..64)).min(v.len());
+                let chunk = v[at..end].to_vec();
+                v.splice(at..at, chunk);
+            }
+            4 => {
+                let junk: Vec<u8> = (0..rng.random_range(1..16)).map(|_| rng.random()).collect();
+                v.splice(at..at, junk);
+            }
+            5 => v.extend((0..rng.random_range(1..32)).map(|_| rng.random::<u8>())),
+            _ if !v.is_empty() => {
+                // A 32-bit field (IDX sizes, lengths) set to an extreme value.
+                let end = (at + 4).min(v.len());
+                let word = [u32::MAX, 0, 1 << 31, 60_000][rng.random_range(0..4)].to_be_bytes();
+                v[at..end].copy_from_slice(&word[..end - at]);
+            }
+            _ => v.push(rng.random()),
+        }
+    }
+    v
+}
+
+/// What a target's runs came to.
+#[derive(Default)]
+struct Tally {
+    inputs: usize,
+    accepted: usize,
+    panics: Vec<String>,
+}
+
+impl Tally {
+    /// Runs `f` on one input, counting an Ok, an Err or a panic.
+    fn run<T, E>(&mut self, what: &str, f: impl FnOnce() -> Result<T, E>) {
+        self.inputs += 1;
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(Ok(_)) => self.accepted += 1,
+            Ok(Err(_)) => {}
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                self.panics.push(format!("{what}: {message}"));
+            }
+        }
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+fn idx_and_cifar(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
+    let images = encode_idx(&[3, 4, 4], &(0..48).map(|i| i as u8).collect::<Vec<_>>());
+    let path = dir.join("f-idx");
+    for seed in [images.clone(), gzip(&images)] {
+        for _ in 0..rounds(1500) {
+            std::fs::write(&path, mutate(&seed, rng)).unwrap();
+            tally.run("idx", || read_idx(&path, 3));
+        }
+    }
+    let cifar = dir.join("cifar");
+    std::fs::create_dir_all(&cifar).unwrap();
+    let record: Vec<u8> = std::iter::once(3).chain((0..3072).map(|i| i as u8)).collect();
+    let seed = [record.clone(), record].concat();
+    for i in 0..rounds(300) {
+        let bytes = mutate(&seed, rng);
+        std::fs::write(cifar.join("test_batch.bin"), if i % 2 == 0 { bytes } else { gzip(&bytes) }).unwrap();
+        let normalization = Normalization { mean: vec![0.5; 3], std: vec![0.25; 3] };
+        tally.run("cifar", || load_cifar10(&cifar, Split::Test, normalization));
+    }
+}
+
+fn csv(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
+    let seed = b"age,colour,income,label\n39,red,77516,no\n50,?,83311,yes\n38,blue,,no\n53,red,234721,yes\n";
+    let path = dir.join("t.csv");
+    for _ in 0..rounds(3000) {
+        std::fs::write(&path, mutate(seed, rng)).unwrap();
+        tally.run("csv", || load_csv(&path, &CsvOptions::default()));
+    }
+}
+
+fn toml_config(rng: &mut ChaCha20Rng, tally: &mut Tally) {
+    let seed = toml::to_string(&TrainConfig { noise_multiplier: Some(1.1), seed: Some(3), ..TrainConfig::default() })
+        .unwrap()
+        .into_bytes();
+    for _ in 0..rounds(3000) {
+        let bytes = mutate(&seed, rng);
+        tally.run("toml", || -> Result<(), String> {
+            let text = std::str::from_utf8(&bytes).map_err(|e| e.to_string())?;
+            let config: TrainConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+            let mechanism = mechanism::for_config(&config).map_err(|e| e.to_string())?;
+            config.validate(mechanism.as_ref()).map_err(|e| e.to_string())?;
+            config.planned_steps(60_000).map_err(|e| e.to_string()).map(|_| ())
+        });
+    }
+}
+
+/// A tiny MNIST-format dataset in `dir`.
+fn tiny_mnist(dir: &Path) {
+    for (prefix, n) in [("train", 200), ("t10k", 20)] {
+        let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
+        let pixels: Vec<u8> = (0..n * 784).map(|i| (i * 7 % 256) as u8).collect();
+        std::fs::write(dir.join(format!("{prefix}-images-idx3-ubyte")), encode_idx(&[n, 28, 28], &pixels)).unwrap();
+        std::fs::write(dir.join(format!("{prefix}-labels-idx1-ubyte")), encode_idx(&[n], &labels)).unwrap();
+    }
+}
+
+/// `body` with its SHA-256 appended, as a checkpoint carries it.
+fn sealed(body: &[u8]) -> Vec<u8> {
+    [body, Sha256::digest(body).as_slice()].concat()
+}
+
+fn checkpoints(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
+    let data = dir.join("mnist");
+    std::fs::create_dir_all(&data).unwrap();
+    tiny_mnist(&data);
+    let run = dir.join("run");
+    let config = TrainConfig {
+        dataset: dp_data::DatasetName::FashionMnist,
+        data_dir: Some(data),
+        model: ModelName::Logreg,
+        mechanism: MechanismName::Optimized,
+        lot_size: 20,
+        epochs: 1.0,
+        noise_multiplier: Some(1.0),
+        seed: Some(9),
+        out_dir: run.clone(),
+        ..TrainConfig::default()
+    };
+    let device = backend::cpu();
+    let stop = Session { stop_after: Some(4), ..Session::default() };
+    train(config.clone(), stop, &device, &mut |_| {}).expect("a valid run");
+    let path = run.join("checkpoint.bin");
+    let good = std::fs::read(&path).unwrap();
+    // Raw damage: the digest refuses it.
+    for _ in 0..rounds(1000) {
+        std::fs::write(&path, mutate(&good, rng)).unwrap();
+        tally.run("checkpoint", || Checkpoint::load(&path));
+    }
+    // Damage under a valid digest: every later check, through a whole resume.
+    let body = &good[..good.len() - 32];
+    let resume = Session { resume: true, stop_after: Some(1), ..Session::default() };
+    for _ in 0..rounds(400) {
+        std::fs::write(&path, sealed(&mutate(body, rng))).unwrap();
+        tally.run("resume", || train(config.clone(), resume, &device, &mut |_| {}));
+    }
+    std::fs::write(&path, &good).unwrap();
+    train(config, resume, &device, &mut |_| {}).expect("the undamaged checkpoint resumes");
+}
+
+/// One fuzz target: draws its inputs from the generator and tallies what happened to each.
+type Target<'a> = &'a dyn Fn(&mut ChaCha20Rng, &mut Tally);
+
+#[test]
+fn every_parser_and_the_checkpoint_loader_survive_mutated_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(2026);
+    let mut report = Vec::new();
+    let targets: [(&str, Target); 4] = [
+        ("idx+gzip+cifar", &|rng, t| idx_and_cifar(dir.path(), rng, t)),
+        ("csv", &|rng, t| csv(dir.path(), rng, t)),
+        ("toml", &|rng, t| toml_config(rng, t)),
+        ("checkpoint", &|rng, t| checkpoints(dir.path(), rng, t)),
+    ];
+    let mut panics = Vec::new();
+    // Caught panics are counted and listed below, not printed as they happen.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    for (name, target) in targets {
+        let mut tally = Tally::default();
+        let started = std::time::Instant::now();
+        target(&mut rng, &mut tally);
+        report.push(format!(
+            "{name}: {} inputs, {} accepted, {} refused, {} panics, {:.1} s",
+            tally.inputs,
+            tally.accepted,
+            tally.inputs - tally.accepted - tally.panics.len(),
+            tally.panics.len(),
+            started.elapsed().as_secs_f64()
+        ));
+        panics.extend(tally.panics);
+    }
+    std::panic::set_hook(hook);
+    println!("{}", report.join("\n"));
+    assert!(panics.is_empty(), "{} panics, first: {}", panics.len(), panics[0]);
+}
