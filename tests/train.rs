@@ -220,14 +220,20 @@ fn an_absurd_bench_lot_is_refused_before_allocation() {
     one_line_error(&out, "lot size");
 }
 
+/// An mlp too wide to allocate is refused from arithmetic; --hidden with a model that has no
+/// hidden width is refused, not ignored.
 #[test]
-fn an_absurd_hidden_width_is_refused_before_allocation() {
+fn hidden_widths_that_cannot_apply_are_refused() {
     let (tmp, data) = temp_with_dataset(100);
     let out = tmp.path().join("run");
-    let mut args = base_args(data.to_str().unwrap(), out.to_str().unwrap());
-    args[8] = "mlp";
-    args.extend(["--hidden", "100000000", "--epochs", "1", "--noise-multiplier", "1"]);
-    one_line_error(&dptrain(&args), "model size");
+    let hidden = |model: &'static str, width: &'static str| {
+        let mut args = base_args(data.to_str().unwrap(), out.to_str().unwrap());
+        args[8] = model;
+        args.extend(["--hidden", width, "--epochs", "1", "--noise-multiplier", "1"]);
+        dptrain(&args)
+    };
+    one_line_error(&hidden("mlp", "100000000"), "model size");
+    one_line_error(&hidden("logreg", "16"), "only the mlp model has a hidden width");
 }
 
 #[test]

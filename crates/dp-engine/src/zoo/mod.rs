@@ -214,6 +214,12 @@ pub fn build(
     if classes < 2 {
         return Err(EngineError::invalid("classes", format!("{classes}: a classifier needs at least 2")));
     }
+    if spec.hidden.is_some() && spec.name != ModelName::Mlp {
+        return Err(EngineError::invalid(
+            "hidden",
+            format!("only the mlp model has a hidden width, not {}", spec.name.as_str()),
+        ));
+    }
     Ok(match spec.name {
         ModelName::Wrn16x4 => ZooModel::Wide(seeded(WideResNet::new(input[0], classes, spec.activation, device), rng)),
         _ => ZooModel::Conv(seeded(conv_net(spec, input, classes, device)?, rng)),
