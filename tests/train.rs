@@ -93,6 +93,8 @@ fn train_refuses_bad_input_with_one_line() {
     // Bad flag and bad value.
     one_line_error(&dptrain(&[base_args(d, o), vec!["--no-such-flag"]].concat()), "--no-such-flag");
     one_line_error(&dptrain(&[base_args(d, o), vec!["--activation", "swish"]].concat()), "swish");
+    // A negative value reaches its check (clap used to read "-1" as an unknown flag).
+    one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--clip-norm", "-1"]].concat()), "invalid clip norm");
     // Impossible epsilon, and no privacy parameter at all.
     one_line_error(&dptrain(&[base_args(d, o), vec!["--target-epsilon", "1e-9"]].concat()), "epsilon");
     one_line_error(&dptrain(&base_args(d, o)), "--target-epsilon");

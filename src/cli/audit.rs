@@ -38,6 +38,7 @@ use std::path::PathBuf;
 ///   dptrain audit --dataset data/tabular/breast_cancer.csv --label target --mechanism dbdp-if
 ///     --c1 1e5 --epsilons 7 --many-runs 100000
 #[derive(Args, Debug)]
+#[command(allow_negative_numbers = true)]
 pub struct AuditArgs {
     #[command(flatten)]
     table: TableArgs,

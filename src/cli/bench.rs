@@ -22,6 +22,7 @@ use serde_json::json;
 ///   dptrain bench --model mnist-cnn --lot-size 256 --device cpu
 ///   dptrain bench --table1 --iterations 5 --warmup 1     (seed 004's Table I workloads)
 #[derive(Args, Debug)]
+#[command(allow_negative_numbers = true)]
 pub struct BenchArgs {
     /// Seed 004's Table I: MNIST (xiang-mnist, lot 1000 in batches of 500), SVHN-shaped (32x32x3,
     /// cifar10-cnn, lot 200) and CIFAR-10 (cifar10-cnn, lot 500); replaces the model and sizes.

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 /// Example (Breast Cancer from scikit-learn's wheel, see scripts/tabular-data.sh):
 ///   dptrain erm --dataset data/tabular/breast_cancer.csv --label target --model logreg
 #[derive(Args, Debug)]
+#[command(allow_negative_numbers = true)]
 pub struct ErmArgs {
     #[command(flatten)]
     table: TableArgs,

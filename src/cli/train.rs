@@ -30,6 +30,7 @@ use std::path::PathBuf;
 /// Example (Fashion-MNIST from Debian's dataset-fashion-mnist package, epsilon 3):
 ///   dptrain train --model mnist-cnn --epochs 1 --target-epsilon 3 --delta 1e-5
 #[derive(Args, Debug)]
+#[command(allow_negative_numbers = true)]
 pub struct TrainArgs {
     /// TOML file with any of the settings below.
     #[arg(long, value_name = "FILE")]
@@ -143,7 +144,7 @@ pub struct TrainArgs {
     sensitivity_every: Option<u64>,
 
     /// Laplacian smoothing parameter s of ls-sgd / ls-adam; 0 is plain DP-SGD [default: 1].
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long)]
     ls_sigma: Option<f64>,
 
     /// What ls-sgd / ls-adam smooth: tensor (each parameter tensor, as the authors' code) or model
