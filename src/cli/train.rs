@@ -17,7 +17,7 @@ use dp_engine::trainer::{Event, Session, TrainReport, train};
 use dp_engine::zoo::Normalization;
 use dp_engine::{DeviceChoice, ModelName};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Train a model with differential privacy (DP-SGD / DP-Adam) and report its accuracy and the
 /// epsilon it spent, with the guarantee label.
@@ -192,6 +192,11 @@ macro_rules! overlay {
     };
 }
 
+/// `text`, the TOML file `path`, parsed; an error names the file.
+fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> Result<T> {
+    toml::from_str(text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))
+}
+
 impl TrainArgs {
     /// Defaults, then the config file, then the flags.
     fn resolve(&self) -> Result<TrainConfig> {
@@ -200,10 +205,8 @@ impl TrainArgs {
         let config = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-                let table: toml::Table =
-                    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
-                file_keys = table.keys().cloned().collect();
-                toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?
+                file_keys = parse_toml::<toml::Table>(&text, path)?.keys().cloned().collect();
+                parse_toml(&text, path)?
             }
             None => TrainConfig::default(),
         };
@@ -220,8 +223,7 @@ impl TrainArgs {
         let path = out_dir.join("config.toml");
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("--resume: no run in {} (give the run's --out-dir)", out_dir.display()))?;
-        let run: TrainConfig =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
+        let run: TrainConfig = parse_toml(&text, &path)?;
         let asked = self.overlay(run.clone(), &[])?;
         let table = |c: &TrainConfig| -> Result<toml::Table> {
             let c = TrainConfig { device: run.device, out_dir: out_dir.clone(), ..c.clone() };

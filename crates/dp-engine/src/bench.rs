@@ -16,7 +16,6 @@ use crate::train_config::{MechanismName, OptimizerName, TrainConfig};
 use crate::zoo::{ModelSpec, ZooModel, build};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
-use dp_accounting::PrivacyLedger;
 use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
 use rand::Rng;
 use serde::Serialize;
@@ -101,7 +100,7 @@ fn contender(
     let z = mechanism.is_private().then_some(1.0);
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, config.lot_size, Some(0))
         .map_err(|e| EngineError::Data(e.to_string()))?;
-    let state = StepState { sampler, noise: None, ledger: PrivacyLedger::new(), released: None };
+    let state = StepState::fresh(sampler);
     Ok(Contender {
         step: step::for_run(mechanism.into(), &run, z, table, batching, state, None),
         model: Some(model.clone()),

@@ -121,6 +121,11 @@ impl<M: Module> DpOptimizer<M> {
         &self.plan.privacy
     }
 
+    /// The mechanism's second readout of the whole planned run (optimized-paper only).
+    pub fn planned_second_readout(&self) -> Option<&PrivacySpent> {
+        self.plan.second.as_ref()
+    }
+
     /// What the steps taken so far spent, from the ledger, with its label.
     pub fn privacy(&self) -> Result<PrivacySpent> {
         self.mechanism.privacy(&self.config, self.step.ledger(), self.plan.planned_steps)

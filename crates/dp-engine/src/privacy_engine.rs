@@ -41,7 +41,6 @@ use crate::train_config::{AccountantName, MechanismName, SamplingName, TrainConf
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use dp_accounting::PrivacyLedger;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -160,13 +159,8 @@ impl PrivacyEngine {
         let plan = plan(&config, mechanism.as_ref(), source.len())?;
         let table = ParamTable::of(model)?;
         dry_run(model, source, Batching::for_backend(config.batch_size, device.backend), &table, &device.device)?;
-        let state = StepState {
-            sampler: fresh_sampler(&config, &plan)?,
-            noise: None,
-            ledger: PrivacyLedger::new(),
-            released: None,
-        };
-        let start = StartFrom { state, steps_taken: 0, canaries: None };
+        let start =
+            StartFrom { state: StepState::fresh(fresh_sampler(&config, &plan)?), steps_taken: 0, canaries: None };
         Ok(DpOptimizer::assemble(config, mechanism, plan, &table, optimizer, start, device))
     }
 }

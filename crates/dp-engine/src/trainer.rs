@@ -30,7 +30,7 @@ use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device};
-use dp_accounting::{Guarantee, PrivacyLedger};
+use dp_accounting::Guarantee;
 use dp_data::{ChaChaState, DatasetName, ImageDataset, Sampling, Split};
 use serde::Serialize;
 use std::fs::{self, OpenOptions};
@@ -430,7 +430,6 @@ pub fn train(
     config.validate(mechanism.as_ref())?;
     let (train_data, test_data) = load_data(&config)?;
     let plan = plan(&config, mechanism.as_ref(), train_data.len())?;
-    let planned_second = plan.second.clone();
 
     let spec = ModelSpec {
         name: config.model,
@@ -444,14 +443,15 @@ pub fn train(
     let fresh_optimizer = optimizer(config.optimizer(mechanism.as_ref()), config.momentum, config.weight_decay);
     let batching = Batching::for_backend(config.batch_size, device.backend);
     let source = CrossEntropyLots { data: &train_data };
+    let fresh_table = ParamTable::of(&model)?;
     // Canaries (a fresh run only) are placed before anything is written.
     let canaries = match (session.audit, plan.z) {
         (Some(request), Some(z)) => {
-            let (inference, table) = (model.valid(), ParamTable::of(&model)?);
+            let (inference, table) = (model.valid(), &fresh_table);
             let noise = mechanism
-                .allocation(z, &config, &table, None)
-                .step_noise(0, &table, &mut || mean_gradient(&inference, &source, batching, &table, None, dev))?;
-            Some(place_canaries(request, &config, &plan, &noise, &table)?)
+                .allocation(z, &config, table, None)
+                .step_noise(0, table, &mut || mean_gradient(&inference, &source, batching, table, None, dev))?;
+            Some(place_canaries(request, &config, &plan, &noise, table)?)
         }
         (Some(_), None) => {
             return Err(EngineError::invalid(
@@ -467,14 +467,9 @@ pub fn train(
             (digest, resume(ckpt, &config, &plan, mechanism.as_ref(), (model, fresh_optimizer), &ckpt_path, dev)?)
         }
         None => {
-            dry_run(&model, &source, batching, &ParamTable::of(&model)?, dev)?;
+            dry_run(&model, &source, batching, &fresh_table, dev)?;
             let digest = start_run_folder(&run_dir, &config, plan.z, session.overwrite)?;
-            let state = StepState {
-                sampler: fresh_sampler(&config, &plan)?,
-                noise: None,
-                ledger: PrivacyLedger::new(),
-                released: None,
-            };
+            let state = StepState::fresh(fresh_sampler(&config, &plan)?);
             (digest, Restored { model: model.train(), optimizer: fresh_optimizer, state, step: 0, seconds: 0.0 })
         }
     };
@@ -485,23 +480,22 @@ pub fn train(
     }
     // After a resume the parameters carry the checkpoint's ids: the table is taken from them.
     let table = ParamTable::of(&model)?;
-    let planned_steps = plan.planned_steps;
-    let (n, sample_rate, z) = (plan.n, plan.sample_rate, plan.z);
     let start = StartFrom { state, steps_taken: step, canaries };
     let mut dp = DpOptimizer::assemble(config.clone(), mechanism, plan, &table, optimizer, start, device);
+    let planned_steps = dp.planned_steps();
     observe(&Event::Started {
         device: format!("{} ({})", device.backend, device.name),
         parameters: table.num_params(),
-        train_examples: n,
-        sample_rate,
-        noise_multiplier: z,
+        train_examples: train_data.len(),
+        sample_rate: dp.sample_rate(),
+        noise_multiplier: dp.noise_multiplier(),
         planned_steps,
         start_step: step,
         planned_privacy: dp.planned_privacy().clone(),
-        planned_sigma_privacy: planned_second,
+        planned_sigma_privacy: dp.planned_second_readout().cloned(),
         notes: dp.notes().to_vec(),
     });
-    let steps_per_epoch = ((n as f64 / config.lot_size as f64).round() as u64).max(1);
+    let steps_per_epoch = ((train_data.len() as f64 / config.lot_size as f64).round() as u64).max(1);
     let log_every = (steps_per_epoch / 10).max(1);
     let mut segment = Instant::now();
     let mut interrupted = false;
@@ -550,8 +544,8 @@ pub fn train(
         sigma_privacy: dp.second_readout()?,
         steps: step,
         seconds,
-        noise_multiplier: z,
-        sample_rate,
+        noise_multiplier: dp.noise_multiplier(),
+        sample_rate: dp.sample_rate(),
         device: format!("{} ({})", device.backend, device.name),
         model: config.model.as_str().into(),
         mechanism: config.mechanism,

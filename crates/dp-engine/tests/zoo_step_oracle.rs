@@ -123,7 +123,7 @@ fn one_step(
     let mechanism = mechanism::for_config(&config).unwrap();
     let z = mechanism.is_private().then_some(z);
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, N, Some(1)).unwrap();
-    let state = StepState { sampler, noise: None, ledger: Default::default(), released: None };
+    let state = StepState::fresh(sampler);
     let table = ParamTable::of(model).unwrap();
     let mut step = step::for_run(mechanism.into(), &config, z, &table, Batching { size: 5, granule: 4 }, state, None);
     let mut sgd = optimizer(OptimizerName::Sgd, 0.0, 0.0);

@@ -103,11 +103,9 @@ impl AffineGrads {
     }
 
     /// The same layer computing with the standardised weight `w_hat` [N, K] (rows divided by
-    /// their std: `inv_std` [N] is 1 / s); its norms are taken on materialised gradients.
-    pub fn standardized(self, w_hat: Tensor<2>, inv_std: Tensor<1>) -> Self {
-        let n = inv_std.dims()[0];
-        let standardization = Some((w_hat, inv_std.reshape([n, 1])));
-        Self { method: NormMethod::Materialize, standardization, ..self }
+    /// their std: `inv_std` [N, 1] is 1 / s); its norms are taken on materialised gradients.
+    pub fn standardized(self, w_hat: Tensor<2>, inv_std: Tensor<2>) -> Self {
+        Self { method: NormMethod::Materialize, standardization: Some((w_hat, inv_std)), ..self }
     }
 
     /// A [B, K] and G [B, N] of a rank-one layer.

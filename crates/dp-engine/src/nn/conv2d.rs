@@ -121,7 +121,7 @@ impl DpConv2d {
             let centered = flat.clone() - flat.mean_dim(1);
             let inv_std = centered.clone().square().mean_dim(1).add_scalar(STANDARDIZATION_EPSILON).sqrt().recip();
             let w_hat = centered * inv_std.clone();
-            (w_hat.clone(), Some((w_hat.inner(), inv_std.inner().reshape([c_out]))))
+            (w_hat.clone(), Some((w_hat.inner(), inv_std.inner())))
         } else {
             (flat, None)
         };

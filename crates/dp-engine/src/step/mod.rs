@@ -39,6 +39,13 @@ pub struct StepState {
     pub released: Option<Vec<Tensor<1>>>,
 }
 
+impl StepState {
+    /// The state of a run that has taken no step yet: `sampler`, no noise drawn, an empty ledger.
+    pub fn fresh(sampler: LotSampler) -> Self {
+        Self { sampler, noise: None, ledger: PrivacyLedger::new(), released: None }
+    }
+}
+
 /// One training step of a module `M` with lots from a [`LotSource`].
 pub trait TrainStep<M> {
     /// Draws a lot, computes its (privatised) gradient and updates `model` with `optimizer` at

@@ -57,7 +57,7 @@ impl<M: Module> TrainStep<M> for PlainStep {
     }
 
     fn state(&self) -> StepState {
-        StepState { sampler: self.sampler.clone(), noise: None, ledger: PrivacyLedger::new(), released: None }
+        StepState::fresh(self.sampler.clone())
     }
 
     fn ledger(&self) -> &PrivacyLedger {

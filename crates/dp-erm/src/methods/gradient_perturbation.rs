@@ -13,11 +13,11 @@ use crate::linalg::{axpy, project_ball};
 use crate::model::Curvature;
 use crate::objective::regularized;
 use crate::rng::NoiseRng;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Device;
 use dp_accounting::{Guarantee, PrivacyReport, RdpAccountant, calibrate_noise_multiplier};
 use dp_data::{LotSampler, Sampling};
 use dp_engine::noise::GaussianNoise;
-use dp_engine::tensor_io::to_host;
+use dp_engine::tensor_io::{to_host, vector};
 use dp_kernels::NoiseScale;
 
 /// The streams of a run's forks: lots and noise.
@@ -26,8 +26,7 @@ const NOISE_STREAM: u64 = 1;
 
 /// `values` plus N(0, sigma^2) per coordinate from the engine's noise stream.
 fn noisy(noise: &mut GaussianNoise, values: Vec<f64>, sigma: f64, device: &Device) -> Result<Vec<f64>> {
-    let n = values.len();
-    let t = Tensor::<1>::from_data(TensorData::new(values.into_iter().map(|v| v as f32).collect(), [n]), device);
+    let t = vector(values.into_iter().map(|v| v as f32).collect(), device);
     let out =
         noise.perturb(t, &NoiseScale::Uniform(sigma as f32), 1.0).map_err(|e| ErmError::Numerical(e.to_string()))?;
     Ok(to_host(&out).into_iter().map(f64::from).collect())
