@@ -194,6 +194,8 @@ fn bad_input_gives_one_line_errors() {
     let empty = dir.path().join("empty.csv");
     std::fs::write(&empty, "").unwrap();
     let missing = dir.path().join("missing.csv");
+    let twice = dir.path().join("twice.csv");
+    std::fs::write(&twice, "a,label,label\n1,0,1\n2,1,0\n3,0,1\n4,1,0\n").unwrap();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -206,6 +208,7 @@ fn bad_input_gives_one_line_errors() {
         (vec!["--dataset", &good, "--delta", "1.5"], "delta"),
         (vec!["--dataset", &good, "--methods", "laplace"], "'laplace' is not one of"),
         (vec!["--dataset", missing.to_str().unwrap()], "cannot read"),
+        (vec!["--dataset", twice.to_str().unwrap(), "--label", "label"], "both named 'label'"),
     ];
     for (extra, expected) in cases {
         let mut args = vec!["erm", "--out", out];

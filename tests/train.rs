@@ -2,48 +2,13 @@
 //! to a temporary folder: the report's contract, one-line errors, and resume after a stop, a kill
 //! or Ctrl-C.
 
-use dp_data::idx::encode_idx;
+mod common;
+
+use common::*;
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn dptrain(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dptrain")).args(args).output().expect("dptrain runs")
-}
-
-/// A dataset of `n` 28x28 images whose class shows in their brightness (learnable), plus 50 test images.
-fn tiny_dataset(dir: &Path, n: usize) {
-    let write = |prefix: &str, count: usize| {
-        let labels: Vec<u8> = (0..count).map(|i| (i % 10) as u8).collect();
-        let pixels: Vec<u8> =
-            labels.iter().flat_map(|&l| (0..784).map(move |p| ((p * 7 + usize::from(l) * 25) % 256) as u8)).collect();
-        std::fs::write(dir.join(format!("{prefix}-images-idx3-ubyte")), encode_idx(&[count, 28, 28], &pixels)).unwrap();
-        std::fs::write(dir.join(format!("{prefix}-labels-idx1-ubyte")), encode_idx(&[count], &labels)).unwrap();
-    };
-    write("train", n);
-    write("t10k", 50);
-}
-
-/// A temporary folder holding `data/`, a tiny dataset of `n` training images.
-fn temp_with_dataset(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    tiny_dataset(&data, n);
-    (tmp, data)
-}
-
-fn one_line_error(out: &Output, needle: &str) {
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stderr.trim().lines().count(), 1, "stderr: {stderr}");
-    assert!(stderr.contains(needle), "stderr: {stderr}");
-}
-
-fn base_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec!["train", "--device", "cpu", "--data-dir", data, "--out-dir", out, "--model", "logreg", "--lot-size", "50"]
-}
 
 #[test]
 fn train_reports_the_contract_keys_and_writes_the_run_folder() {
@@ -123,14 +88,6 @@ fn train_refuses_bad_input_with_one_line() {
         toml.to_str().unwrap(),
     ];
     one_line_error(&dptrain(&args), "out dir");
-}
-
-/// The JSON header of the run's checkpoint.bin (magic, header length, header, records, digest).
-fn checkpoint(out: &Path) -> Value {
-    let bytes = std::fs::read(out.join("checkpoint.bin")).unwrap();
-    assert_eq!(&bytes[..8], b"DPTCKPT2");
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
-    serde_json::from_slice(&bytes[16..16 + len]).unwrap()
 }
 
 #[test]
@@ -268,15 +225,6 @@ fn bench_json_has_the_contract_keys() {
     }
 }
 
-/// Runs `dptrain` with `args` and `--json`, which must succeed: its report and the checkpoint in
-/// `out`.
-fn train_json(mut args: Vec<&str>, out: &Path) -> (Value, Value) {
-    args.push("--json");
-    let output = dptrain(&args);
-    assert!(output.status.success(), "{}: {}", out.display(), String::from_utf8_lossy(&output.stderr));
-    (serde_json::from_slice(&output.stdout).unwrap(), checkpoint(out))
-}
-
 #[test]
 fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
     let (tmp, data) = temp_with_dataset(300);
@@ -336,14 +284,7 @@ fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_r
     assert_eq!(optimized["guarantee"], "certified");
     assert_eq!(optimized["epsilon"], gaussian["epsilon"]);
     assert_ne!(optimized_ckpt["values_digest"], gaussian_ckpt["values_digest"]);
-    assert!(optimized_ckpt["released"].is_array(), "the allocation state is checkpointed");
-    // Stopped and resumed: the average of released gradients comes back with the model.
-    let stopped = tmp.path().join("stopped");
-    let mut args = mlp_args(d, stopped.to_str().unwrap());
-    args.extend(["-z", "1.1", "--mechanism", "optimized"]);
-    assert!(dptrain(&[args.clone(), vec!["--stop-after", "5"]].concat()).status.success());
-    assert!(dptrain(&[args, vec!["--resume"]].concat()).status.success());
-    assert_eq!(checkpoint(&stopped)["values_digest"], optimized_ckpt["values_digest"]);
+    assert!(optimized_ckpt["allocation"].is_array(), "the allocation state is checkpointed");
 
     // As written: the paper's epsilon is the budget, its sigma's own epsilon is labelled none.
     let (paper, _) =
@@ -363,6 +304,74 @@ fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_r
     bad(&["--target-epsilon", "1", "--mechanism", "optimized-paper", "--clipping", "per-layer"], "flat");
     bad(&["-z", "1", "--sensitivity-every", "2"], "optimized-paper");
     bad(&["--target-epsilon", "1", "--mechanism", "optimized-paper", "--sensitivity-every", "0"], "sensitivity");
+}
+
+/// Issue 23: a seeded run of every mechanism (and of shuffled lots), stopped mid-run and
+/// resumed, ends exactly where the uninterrupted run does: the same report, ledger and model.
+/// optimized-paper stops inside a window of its sensitivity (w recomputed every 3 lots), so its
+/// current sigma must come back from the checkpoint; its ledger is then checked against it.
+#[test]
+fn every_mechanism_resumes_exactly_where_the_whole_run_ends() {
+    let (tmp, data) = temp_with_dataset(300);
+    let d = data.to_str().unwrap();
+    let mechanisms: [(&str, &[&str]); 8] = [
+        ("none", &["--mechanism", "none"]),
+        ("gaussian", &["-z", "1.1"]),
+        ("shuffled", &["-z", "1.1", "--sampling", "shuffled"]),
+        ("ls-sgd", &["-z", "1.1", "--mechanism", "ls-sgd"]),
+        ("ls-adam", &["-z", "1.1", "--mechanism", "ls-adam", "--learning-rate", "0.01"]),
+        ("optimized", &["-z", "1.1", "--mechanism", "optimized"]),
+        ("paper", &["--target-epsilon", "2", "--mechanism", "optimized-paper", "--sensitivity-every", "3"]),
+        ("momentum", &["-z", "1.1", "--momentum", "0.9", "--weight-decay", "1e-3"]),
+    ];
+    for (name, extra) in mechanisms {
+        let run = |suffix: &str, session: &[&str]| {
+            let out = tmp.path().join(format!("{name}-{suffix}"));
+            let mut args = mlp_args(d, out.to_str().unwrap());
+            args.extend(extra);
+            args.extend(session);
+            (args.iter().map(|a| a.to_string()).collect::<Vec<_>>(), out)
+        };
+        let (whole_args, whole) = run("whole", &[]);
+        let (report, reference) = train_json(whole_args.iter().map(String::as_str).collect(), &whole);
+        let (stop_args, stopped) = run("stopped", &["--stop-after", "5"]);
+        let stop = dptrain(&stop_args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(stop.status.success(), "{name}: {}", String::from_utf8_lossy(&stop.stderr));
+        assert_eq!(checkpoint(&stopped)["step"], 5, "{name}");
+        let (resume_args, _) = run("stopped", &["--resume"]);
+        let (resumed, after) = train_json(resume_args.iter().map(String::as_str).collect(), &stopped);
+        for key in ["test_accuracy", "epsilon", "steps", "guarantee", "sigma_privacy", "noise_multiplier"] {
+            assert_eq!(resumed[key], report[key], "{name}: {key}");
+        }
+        for key in ["ledger", "values_digest", "sampler", "noise"] {
+            assert_eq!(after[key], reference[key], "{name}: {key}");
+        }
+    }
+    // optimized-paper's ledger multiplier, edited by a holder of the key: far from the plan (the
+    // readout of its smallest sigma would claim less than the run spent), or near the plan but
+    // not what its checkpointed sigma gives.
+    let (args, out) = {
+        let out = tmp.path().join("paper-edit");
+        let mut args = mlp_args(d, out.to_str().unwrap());
+        args.extend(["--target-epsilon", "2", "--mechanism", "optimized-paper", "--sensitivity-every", "3"]);
+        (args.iter().map(|a| a.to_string()).collect::<Vec<_>>(), out)
+    };
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert!(dptrain(&[args.clone(), vec!["--stop-after", "4"]].concat()).status.success());
+    let original = std::fs::read(out.join("checkpoint.bin")).unwrap();
+    let z = checkpoint(&out)["ledger"]["entries"][0]["noise_multiplier"].as_f64().unwrap();
+    let cases: [(f64, &str); 2] = [(100.0, "ledger entry"), (z * (1.0 + 2e-6), "current sigma")];
+    for (edited, needle) in cases {
+        std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
+        tamper(&out, &|h| h["ledger"]["entries"][0]["noise_multiplier"] = edited.into());
+        one_line_error(&dptrain(&[args.clone(), vec!["--resume"]].concat()), needle);
+    }
+    // The current sigma dropped (header and records): resumed, it would be recomputed mid-window.
+    std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
+    let sigma_bytes: u64 =
+        checkpoint(&out)["allocation"].as_array().unwrap().iter().map(|n| 4 * n.as_u64().unwrap()).sum();
+    forge(&out, &mac_key(&out), &|h| h["allocation"] = Value::Null, sigma_bytes as usize);
+    one_line_error(&dptrain(&[args.clone(), vec!["--resume"]].concat()), "allocation");
 }
 
 /// The one-run audit of a training run (`--audit-canaries`): white-box canaries with every lot
@@ -406,28 +415,11 @@ fn audit_canaries_bound_each_mechanism_below_its_certificate() {
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--audit-canaries", "9000"]].concat()), "coordinates");
 }
 
-/// Rewrites the checkpoint in `out` with `edit` applied to its header and the digest recomputed:
-/// a careful edit, not a damaged file, so that only the checks against the run can catch it.
-fn tamper(out: &Path, edit: &dyn Fn(&mut Value)) {
-    use sha2::Digest;
-    let path = out.join("checkpoint.bin");
-    let bytes = std::fs::read(&path).unwrap();
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
-    let mut header: Value = serde_json::from_slice(&bytes[16..16 + len]).unwrap();
-    edit(&mut header);
-    let header = serde_json::to_vec(&header).unwrap();
-    let mut body = b"DPTCKPT2".to_vec();
-    body.extend((header.len() as u64).to_le_bytes());
-    body.extend(&header);
-    body.extend(&bytes[16 + len..bytes.len() - 32]);
-    let digest = sha2::Sha256::digest(&body);
-    body.extend(digest);
-    std::fs::write(&path, body).unwrap();
-}
-
-/// Issue 17: every privacy-relevant field of a checkpoint, edited (with a valid digest), is
-/// refused on --resume in one line, and the run is never resumed; a damaged file and a
-/// config.toml that is not the checkpoint's are refused too; the untouched checkpoint resumes.
+/// Issues 17 and 23: every privacy-relevant field of a checkpoint, edited by someone holding
+/// the run's key (the MAC recomputed), is refused on --resume in one line by the checks against
+/// the run, and the run is never resumed; the same edits sealed without the key are refused by
+/// the MAC; a damaged file, an old-format file and a config.toml that is not the checkpoint's
+/// are refused too; the untouched checkpoint resumes.
 #[test]
 fn a_tampered_checkpoint_is_refused_and_never_resumed() {
     let (tmp, data) = temp_with_dataset(300);
@@ -437,7 +429,10 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
     args.extend(["--epochs", "2", "-z", "1.2", "--seed", "3", "--stop-after", "3"]);
     assert!(dptrain(&args).status.success());
     let original = std::fs::read(out.join("checkpoint.bin")).unwrap();
+    let header = checkpoint(&out);
     let resume = || dptrain(&[base_args(d, o), vec!["--resume"]].concat());
+    // One step's noise: 7850 parameters, in blocks of 16 words per tensor.
+    let words_per_step = header["noise"]["word_pos"].as_u64().unwrap() / 3;
     type Edit = Box<dyn Fn(&mut Value)>;
     let cases: Vec<(&str, Edit, &str)> = vec![
         (
@@ -453,13 +448,32 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
         ("planned steps", Box::new(|h| h["planned_steps"] = 5.into()), "planned"),
         ("sampler rate", Box::new(|h| h["sampler"]["sampling"]["rate"] = 1.0.into()), "sampler"),
         ("sampler size", Box::new(|h| h["sampler"]["n"] = 1_000_000.into()), "sampler"),
+        // Lots replayed: the sampler rewound to its start (the run spent more than it would say).
+        ("sampler rewound", Box::new(|h| h["sampler"]["stream"]["word_pos"] = 0.into()), "sampler"),
+        ("sampler stream", Box::new(|h| h["sampler"]["stream"]["stream"] = 1.into()), "sampler"),
+        ("sampler cursor", Box::new(|h| h["sampler"]["cursor"] = 100_000.into()), "sampler"),
         ("noise position", Box::new(|h| h["noise"]["word_pos"] = 0.into()), "noise stream"),
+        ("noise stream", Box::new(|h| h["noise"]["stream"] = 0.into()), "noise stream"),
         ("no noise", Box::new(|h| h["noise"] = Value::Null), "noise stream"),
+        // The step, the ledger and the noise rewound together (noise vectors would be reused):
+        // the sampler still says three lots were drawn.
+        (
+            "step rewound",
+            Box::new(move |h| {
+                h["step"] = 2.into();
+                h["ledger"]["entries"][0]["steps"] = 2.into();
+                h["noise"]["word_pos"] = (2 * words_per_step).into();
+            }),
+            "sampler",
+        ),
+        ("seconds negative", Box::new(|h| h["seconds"] = (-1e9).into()), "training seconds"),
+        ("seconds huge", Box::new(|h| h["seconds"] = 1e308.into()), "training seconds"),
+        ("started in the future", Box::new(|h| h["started"] = (u64::MAX / 2).into()), "training seconds"),
+        ("seed dropped", Box::new(|h| h["seeded"] = false.into()), "seeded"),
+        ("allocation added", Box::new(|h| h["allocation"] = serde_json::json!([])), "allocation"),
         ("config digest", Box::new(|h| h["config_digest"] = "0".repeat(64).into()), "config.toml"),
     ];
-    for (what, edit, needle) in &cases {
-        std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
-        tamper(&out, edit.as_ref());
+    let refused = |what: &str, needle: &str| {
         let tampered = std::fs::read(out.join("checkpoint.bin")).unwrap();
         let refused = resume();
         assert!(!refused.status.success(), "{what}: resumed");
@@ -467,13 +481,27 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
         assert_eq!(stderr.trim().lines().count(), 1, "{what}: {stderr}");
         assert!(stderr.contains(needle), "{what}: {stderr}");
         assert!(std::fs::read(out.join("checkpoint.bin")).unwrap() == tampered, "{what}: the run went on");
+    };
+    for (what, edit, needle) in &cases {
+        std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
+        tamper(&out, edit.as_ref());
+        refused(what, needle);
+        // Without the run's key the same edit fails the MAC, before any other check.
+        std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
+        tamper_with_key(&out, &[7; 32], edit.as_ref());
+        refused(what, "MAC");
     }
-    // A flipped byte without a new digest: damaged.
+    // A flipped byte: damaged.
     let mut damaged = original.clone();
     let middle = damaged.len() / 2;
     damaged[middle] ^= 1;
     std::fs::write(out.join("checkpoint.bin"), &damaged).unwrap();
-    one_line_error(&resume(), "digest");
+    one_line_error(&resume(), "MAC");
+    // A checkpoint of the previous format, which held the keys.
+    let mut old = original.clone();
+    old[..8].copy_from_slice(b"DPTCKPT2");
+    std::fs::write(out.join("checkpoint.bin"), &old).unwrap();
+    one_line_error(&resume(), "older dptrain");
     // The run folder's config.toml replaced by another run's.
     std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
     let config = std::fs::read_to_string(out.join("config.toml")).unwrap();
@@ -483,6 +511,8 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
         one_line_error(&resume(), "config.toml");
     }
     std::fs::write(out.join("config.toml"), config).unwrap();
+    // Another seed than the run's.
+    one_line_error(&dptrain(&[base_args(d, o), vec!["--resume", "--seed", "4"]].concat()), "seed");
     let resumed = resume();
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
     assert_eq!(checkpoint(&out)["step"], 12);

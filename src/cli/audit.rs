@@ -3,6 +3,7 @@
 //! epsilon the mechanism claims.
 
 use super::erm::{epsilon, list};
+use super::progress::Progress;
 use super::table_args::{SettingsArgs, TableArgs};
 use anyhow::Result;
 use clap::Args;
@@ -10,7 +11,6 @@ use dp_accounting::Guarantee;
 use dp_audit::{Audit, AuditReport, CanaryKind, Design};
 use dp_data::TabularData;
 use dp_erm::{Method, ModelKind};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
 /// Audit a mechanism: train it with m canaries, each included with probability 1/2, guess which
@@ -172,11 +172,9 @@ pub fn run(args: AuditArgs) -> Result<()> {
     for audit in &audits {
         audit.validate()?;
     }
-    let bar = ProgressBar::new((audits.len() * design.trainings()) as u64).with_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} trainings [{elapsed}<{eta}]").expect("static template"),
-    );
-    let reports = audits.iter().map(|audit| audit.run(|| bar.inc(1))).collect::<dp_erm::Result<Vec<_>>>()?;
-    bar.finish_and_clear();
+    let bar = Progress::new(Some((audits.len() * design.trainings()) as u64), "trainings");
+    let reports = audits.iter().map(|audit| audit.run(|| bar.inc())).collect::<dp_erm::Result<Vec<_>>>()?;
+    bar.finish();
     if args.json {
         println!("{}", serde_json::to_string(&reports)?);
     } else {

@@ -2,6 +2,7 @@
 //! the unperturbed baseline on the same model, lot and device (and seed 004's Table I).
 
 use super::enum_arg::parse;
+use super::progress::Progress;
 use anyhow::Result;
 use clap::Args;
 use dp_data::DatasetName;
@@ -10,7 +11,6 @@ use dp_engine::bench::{BENCHED, BenchConfig, bench};
 use dp_engine::train_config::MechanismName;
 use dp_engine::zoo::{ModelSpec, Normalization};
 use dp_engine::{DeviceChoice, ModelName};
-use indicatif::ProgressBar;
 use serde_json::json;
 
 /// Milliseconds per lot of the unperturbed baseline (`none`), `gaussian` (DP-SGD), `optimized`
@@ -108,13 +108,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             batch_size: args.batch_size.unwrap_or(args.lot_size),
         }]
     };
-    let per_workload = (BENCHED.len() * (args.warmup + args.iterations)) as u64;
-    let bar = ProgressBar::new(per_workload * workloads.len() as u64);
-    let device_name = format!("{} ({})", device.backend, device.name);
-    let mut rows = Vec::new();
-    for w in &workloads {
-        bar.set_message(w.name);
-        let config = BenchConfig {
+    let configs: Vec<BenchConfig> = workloads
+        .iter()
+        .map(|w| BenchConfig {
             model: ModelSpec {
                 name: w.model,
                 activation: args.activation,
@@ -127,11 +123,21 @@ pub fn run(args: BenchArgs) -> Result<()> {
             batch_size: w.batch_size,
             warmup: args.warmup,
             iterations: args.iterations,
-        };
-        let result = bench(&config, &device, &mut || bar.inc(1))?;
-        rows.push((w, result));
+        })
+        .collect();
+    // Every workload is checked before the first is timed (and before a progress line).
+    for config in &configs {
+        config.check()?;
     }
-    bar.finish_and_clear();
+    let per_workload = (BENCHED.len() * (args.warmup + args.iterations)) as u64;
+    let bar = Progress::new(Some(per_workload * workloads.len() as u64), "lots");
+    let device_name = format!("{} ({})", device.backend, device.name);
+    let mut rows = Vec::new();
+    for (w, config) in workloads.iter().zip(&configs) {
+        bar.set_message(w.name.to_string());
+        rows.push((w, bench(config, &device, &mut || bar.inc())?));
+    }
+    bar.finish();
     if args.json {
         let workloads: Vec<_> = rows
             .iter()

@@ -1,14 +1,13 @@
 //! `dptrain erm`: the DP-ERM experiment of seeds 000/001 and 003 on a CSV table: every method at
 //! every epsilon, repeated, as a table (terminal, CSV, JSON) and two SVG plots.
 
-use super::progress::{TICK, spinner};
+use super::progress::Progress;
 use super::table_args::{SettingsArgs, TableArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_engine::DeviceChoice;
 use dp_erm::plot::{Metric, draw};
 use dp_erm::{Compute, Experiment, Method, ModelKind, Problem};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
 /// Train logistic regression or an MLP privately on a CSV table with the papers' DP-ERM methods
@@ -110,6 +109,8 @@ pub fn run(args: ErmArgs) -> Result<()> {
     }
     let (table, train, test) = args.table.load()?;
     let settings = args.settings.settings();
+    // Checked before the progress lines start, so that a bad flag is the only line printed.
+    settings.validate()?;
     let kind = if args.model == "mlp" { ModelKind::Mlp } else { ModelKind::Logreg };
     let compute = match args.device.as_str() {
         "host" => Compute::Host,
@@ -120,9 +121,14 @@ pub fn run(args: ErmArgs) -> Result<()> {
             _ => Compute::Host,
         },
     };
-    let solving = spinner("solving the non-private problem (L*, the optimum every gap is measured from)");
+    let solving = Progress::spinner(&format!(
+        "solving the non-private problem on {} rows of {} features in {} classes (L*, the optimum every gap is measured from)",
+        train.len(),
+        train.dim,
+        train.classes.len()
+    ));
     let problem = Problem::new(kind, train, test, settings)?.with_compute(compute);
-    solving.finish_and_clear();
+    solving.finish();
     let private_dir = args.write_private_data.then(|| args.out.join("private-data"));
     std::fs::create_dir_all(private_dir.as_ref().unwrap_or(&args.out))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -134,15 +140,17 @@ pub fn run(args: ErmArgs) -> Result<()> {
         seed: args.seed,
         private_data_dir: private_dir,
     };
-    let bar = ProgressBar::new(experiment.total_runs() as u64).with_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} runs {msg} [{elapsed}<{eta}]").expect("static template"),
-    );
-    bar.enable_steady_tick(TICK);
+    let bar = Progress::new(Some(experiment.total_runs() as u64), "runs");
+    let mut cell = String::new();
     let report = experiment.run(|method, eps, done| {
-        bar.set_message(format!("{method} eps {}", eps.map_or("-".into(), |e| e.to_string())));
+        let now = format!("{method} eps {}", eps.map_or("-".into(), |e| e.to_string()));
+        if now != cell {
+            bar.set_message(format!("{now} ({} parameters)", problem.model.dim()));
+            cell = now;
+        }
         bar.set_position(done as u64);
     })?;
-    bar.finish_and_clear();
+    bar.finish();
 
     let csv = args.out.join("table.csv");
     std::fs::write(&csv, report.to_csv()).with_context(|| format!("cannot write {}", csv.display()))?;

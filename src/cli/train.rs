@@ -2,6 +2,7 @@
 
 use super::enum_arg::parse;
 use super::interrupt;
+use super::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_data::DatasetName;
@@ -16,7 +17,6 @@ use dp_engine::train_config::{AccountantName, MechanismName, OptimizerName, Samp
 use dp_engine::trainer::{Event, Session, TrainReport, train};
 use dp_engine::zoo::Normalization;
 use dp_engine::{DeviceChoice, ModelName};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 
 /// Train a model with differential privacy (DP-SGD / DP-Adam) and report its accuracy and the
@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 /// Values come from the defaults, then the --config TOML file (keys are the flag names with
 /// underscores: lot_size = 256), then the flags. The run folder (--out-dir) receives config.toml
 /// (the settings), metrics.jsonl, checkpoint.bin (model and optimiser as Burn records, with the
-/// ledger, sampler and noise stream) and report.json.
+/// ledger and the positions of the sampler and noise streams, sealed by a MAC), report.json, and
+/// run.key (owner-only: the streams' and the MAC's keys, and the seed; removed when the run
+/// completes unless --keep-key). One process at a time runs in a folder (it holds its lock).
 ///
 /// Example (Fashion-MNIST from Debian's dataset-fashion-mnist package, epsilon 3):
 ///   dptrain train --model mnist-cnn --epochs 1 --target-epsilon 3 --delta 1e-5
@@ -47,6 +49,12 @@ pub struct TrainArgs {
     /// Take at most this many steps now, then checkpoint and exit (continue with --resume).
     #[arg(long, value_name = "STEPS")]
     stop_after: Option<u64>,
+
+    /// Keep the run folder's key file (run.key) when the run completes. It holds the keys of the
+    /// run's noise and sampling streams and of its checkpoints' MAC: whoever reads it can
+    /// regenerate the noise and undo the run's privacy. Removed by default.
+    #[arg(long)]
+    keep_key: bool,
 
     /// Print the final report as one JSON object on stdout.
     #[arg(long)]
@@ -225,8 +233,9 @@ impl TrainArgs {
             .with_context(|| format!("--resume: no run in {} (give the run's --out-dir)", out_dir.display()))?;
         let run: TrainConfig = parse_toml(&text, &path)?;
         let asked = self.overlay(run.clone(), &[])?;
+        // The seed is not in config.toml but in the key file: the trainer checks a given one.
         let table = |c: &TrainConfig| -> Result<toml::Table> {
-            let c = TrainConfig { device: run.device, out_dir: out_dir.clone(), ..c.clone() };
+            let c = TrainConfig { device: run.device, seed: None, out_dir: out_dir.clone(), ..c.clone() };
             Ok(toml::Table::try_from(c)?)
         };
         let (was, now) = (table(&run)?, table(&asked)?);
@@ -249,7 +258,7 @@ impl TrainArgs {
                 [changed, dropped].concat().join(", ")
             );
         }
-        Ok(TrainConfig { device: asked.device, out_dir, ..run })
+        Ok(TrainConfig { device: asked.device, seed: asked.seed, out_dir, ..run })
     }
 
     /// `config` with the flags given laid over it, and a mechanism's own options checked.
@@ -334,11 +343,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         bail!("--resume: no checkpoint in {} (give the run's --out-dir)", config.out_dir.display());
     }
     let device = config.device.open()?;
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} steps {elapsed_precise} eta {eta} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let progress = Progress::new(Some(0), "steps");
     let mut last_privacy = String::new();
     let mut observe = |event: &Event| match event {
         Event::Started {
@@ -353,36 +358,34 @@ pub fn run(args: TrainArgs) -> Result<()> {
             planned_sigma_privacy,
             notes,
         } => {
-            bar.println(format!("device: {device}"));
-            bar.println(format!(
-                "model: {} parameters; {train_examples} training examples, sampling rate {sample_rate:.6}",
-                parameters
+            progress.note(format!("device: {device}"));
+            progress.note(format!(
+                "model: {parameters} parameters; {train_examples} training examples, sampling rate {sample_rate:.6}"
             ));
             let z = noise_multiplier.map_or("none".to_string(), |z| format!("{z:.4}"));
-            bar.println(format!(
-                "privacy: noise multiplier {z}; the {planned_steps} planned steps spend {}",
-                planned_privacy
+            progress.note(format!(
+                "privacy: noise multiplier {z}; the {planned_steps} planned steps spend {planned_privacy}"
             ));
             if let Some(p) = planned_sigma_privacy {
-                bar.println(format!("privacy of the smallest sigma used: {}", p));
+                progress.note(format!("privacy of the smallest sigma used: {p}"));
             }
             for note in notes {
-                bar.println(format!("note: {note}"));
+                progress.note(format!("note: {note}"));
             }
             if *start_step > 0 {
-                bar.println(format!("resuming at step {start_step}"));
+                progress.note(format!("resuming at step {start_step}"));
             }
-            bar.set_length(*planned_steps);
-            bar.set_position(*start_step);
+            progress.set_length(*planned_steps);
+            progress.set_position(*start_step);
         }
-        Event::Step { step, loss, accuracy } => {
-            bar.set_position(*step);
+        Event::Progress { step } => progress.set_position(*step),
+        Event::Step { loss, accuracy, .. } => {
             let accuracy = accuracy.map_or(String::new(), |a| format!(" train acc {:.1}%", a * 100.0));
-            bar.set_message(format!("loss {loss:.3}{accuracy} {last_privacy}"));
+            progress.set_status(format!("loss {loss:.3}{accuracy} {last_privacy}"));
         }
         Event::Evaluated { step, test_accuracy, privacy } => {
             last_privacy = privacy.to_string();
-            bar.println(format!("step {step}: test accuracy {:.2}%, {last_privacy}", test_accuracy * 100.0));
+            progress.note(format!("step {step}: test accuracy {:.2}%, {last_privacy}", test_accuracy * 100.0));
         }
     };
     let audit = args.audit_canaries.map(|canaries| AuditRequest { canaries, confidence: args.audit_confidence });
@@ -392,9 +395,10 @@ pub fn run(args: TrainArgs) -> Result<()> {
         audit,
         overwrite: args.overwrite,
         interrupt: Some(interrupt::install()),
+        keep_key: args.keep_key,
     };
     let report = train(config, session, &device, &mut observe)?;
-    bar.finish_and_clear();
+    progress.finish();
     print_report(&report, args.json)?;
     if report.interrupted {
         bail!(

@@ -151,7 +151,8 @@ mod tests {
     fn an_interval_leaves_out_outliers_of_both_worlds() {
         // "Out" runs near 0, "in" runs near 1, and one run in ten of each thrown to +-1000 (rare,
         // huge noise): no threshold separates them, the interval [0.5, 2) does.
-        let outlier = |i: u32, x: f64| if i % 10 == 0 { if i % 20 == 0 { 1e3 } else { -1e3 } } else { x };
+        let outlier =
+            |i: u32, x: f64| if i.is_multiple_of(10) { if i.is_multiple_of(20) { 1e3 } else { -1e3 } } else { x };
         let without: Vec<f64> = (0..400).map(|i| outlier(i, f64::from(i % 17) * 1e-3)).collect();
         let with: Vec<f64> = (0..400).map(|i| outlier(i, 1.0 + f64::from(i % 17) * 1e-3)).collect();
         let b = many_run_bound(&without, &with, 1e-5, 0.95);

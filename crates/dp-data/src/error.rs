@@ -23,6 +23,18 @@ pub enum DataError {
         /// What is wrong.
         reason: String,
     },
+    /// A size from a file or a flag needs more memory than the run may plan to use.
+    #[error(
+        "{what} would need {need}, beyond the memory budget of {budget} (3/4 of this machine's memory; set DPTRAIN_MEMORY_BUDGET in bytes to change it)"
+    )]
+    OverBudget {
+        /// What was to be allocated.
+        what: String,
+        /// How much it needs.
+        need: String,
+        /// The budget.
+        budget: String,
+    },
     /// A parameter (sampling rate, lot size...) is out of range.
     #[error("invalid {name}: {reason}")]
     InvalidParameter {

@@ -70,11 +70,12 @@ pub fn read_idx(path: &Path, expected_rank: usize) -> Result<IdxArray> {
                 .try_fold(1usize, |acc, c| acc.checked_mul(u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize))
         })
         .unwrap_or(0);
+    crate::memory::check(&format!("the {announced} bytes {} announces", path.display()), Some(announced as u128))?;
     read_up_to(reader.as_mut(), announced.saturating_add(1), &mut bytes, path)?;
-    parse_idx(&bytes, expected_rank).map_err(|reason| DataError::corrupt(path, reason))
+    parse_idx(bytes, expected_rank).map_err(|reason| DataError::corrupt(path, reason))
 }
 
-fn parse_idx(bytes: &[u8], expected_rank: usize) -> std::result::Result<IdxArray, String> {
+fn parse_idx(mut bytes: Vec<u8>, expected_rank: usize) -> std::result::Result<IdxArray, String> {
     if bytes.len() < 4 {
         return Err("not an IDX file (shorter than its 4-byte header)".into());
     }
@@ -105,7 +106,8 @@ fn parse_idx(bytes: &[u8], expected_rank: usize) -> std::result::Result<IdxArray
             if actual < expected { "truncated" } else { "trailing bytes" }
         ));
     }
-    Ok(IdxArray { dims, data: bytes[header..].to_vec() })
+    bytes.drain(..header);
+    Ok(IdxArray { dims, data: bytes })
 }
 
 /// Encodes an array as IDX bytes (for tests and tools that write MNIST-format files).
@@ -125,7 +127,7 @@ mod tests {
     #[test]
     fn roundtrip() {
         let bytes = encode_idx(&[2, 3], &[1, 2, 3, 4, 5, 6]);
-        let a = parse_idx(&bytes, 2).unwrap();
+        let a = parse_idx(bytes, 2).unwrap();
         assert_eq!(a.dims, vec![2, 3]);
         assert_eq!(a.data, vec![1, 2, 3, 4, 5, 6]);
     }
@@ -133,16 +135,16 @@ mod tests {
     #[test]
     fn rejects_corruption() {
         let good = encode_idx(&[2, 3], &[1, 2, 3, 4, 5, 6]);
-        assert!(parse_idx(&good[..good.len() - 1], 2).unwrap_err().contains("truncated"));
+        assert!(parse_idx(good[..good.len() - 1].to_vec(), 2).unwrap_err().contains("truncated"));
         let mut extra = good.clone();
         extra.push(0);
-        assert!(parse_idx(&extra, 2).unwrap_err().contains("trailing"));
-        assert!(parse_idx(&good, 3).unwrap_err().contains("dimensions"));
+        assert!(parse_idx(extra, 2).unwrap_err().contains("trailing"));
+        assert!(parse_idx(good.clone(), 3).unwrap_err().contains("dimensions"));
         let mut wrong_type = good.clone();
         wrong_type[2] = 0x0d;
-        assert!(parse_idx(&wrong_type, 2).unwrap_err().contains("unsigned bytes"));
-        assert!(parse_idx(b"PK\x03\x04", 1).unwrap_err().contains("magic"));
-        assert!(parse_idx(&[0, 0], 1).is_err());
+        assert!(parse_idx(wrong_type, 2).unwrap_err().contains("unsigned bytes"));
+        assert!(parse_idx(b"PK\x03\x04".to_vec(), 1).unwrap_err().contains("magic"));
+        assert!(parse_idx(vec![0, 0], 1).is_err());
     }
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -157,6 +159,14 @@ mod tests {
         let file = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(file.path(), bytes).unwrap();
         read_idx(file.path(), rank)
+    }
+
+    /// The error of reading `bytes` with a memory budget of 1 MiB (set for this process only
+    /// while it reads; the budget is read from the environment at each check).
+    fn read_file_under_budget(bytes: &[u8], rank: usize) -> String {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), bytes).unwrap();
+        crate::memory::with_budget(1 << 20, || read_idx(file.path(), rank)).unwrap_err().to_string()
     }
 
     #[test]
@@ -174,6 +184,11 @@ mod tests {
         bomb.resize(64 << 20, 0);
         let err = read_file(&gzip(&bomb), 1).unwrap_err().to_string();
         assert!(err.contains("trailing"), "{err}");
+        // One 65535x65535 image announced by a 20-byte header: refused from arithmetic under a
+        // 1 MiB budget, before a byte of it is read.
+        let huge = encode_idx(&[1, 65535, 65535], &[]);
+        let err = read_file_under_budget(&gzip(&huge), 3);
+        assert!(err.contains("memory budget"), "{err}");
         // A truncated compressed file is an error too.
         let whole = gzip(&good);
         assert!(read_file(&whole[..whole.len() - 9], 2).is_err());

@@ -4,8 +4,8 @@
 //! which examples a step used is part of what DP hides.
 
 use crate::error::{DataError, Result};
-use crate::rng_state::ChaChaState;
-use rand::{Rng, seq::SliceRandom};
+use crate::rng_state::{ChaChaPosition, ChaChaState};
+use rand::{RngCore, seq::SliceRandom};
 use serde::{Deserialize, Serialize};
 
 /// How lots are drawn.
@@ -25,21 +25,50 @@ pub enum Sampling {
     },
 }
 
-/// A lot sampler over `n` examples; its whole state serialises for checkpoints.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A lot sampler over `n` examples. Its state follows from its key, its sampling and the
+/// number of lots drawn (see [`LotSampler::replayed`]); what a checkpoint keeps of it is the
+/// key-free [`SamplerPosition`], checked against a replay on resume.
+#[derive(Debug, Clone)]
 pub struct LotSampler {
     sampling: Sampling,
     n: usize,
     rng: ChaChaState,
-    /// Shuffled sampling: the current pass's order and how far it has been used.
+    /// Shuffled sampling: the current pass's order (secret: it says which examples the next lots
+    /// hold) and how far it has been used.
     order: Vec<usize>,
     cursor: usize,
+}
+
+/// Where a sampler is, without its key or its shuffled order: what a checkpoint may show.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplerPosition {
+    /// How lots are drawn.
+    pub sampling: Sampling,
+    /// Examples lots are drawn from.
+    pub n: usize,
+    /// The random stream's position.
+    pub stream: ChaChaPosition,
+    /// Shuffled sampling: examples of the current pass already used.
+    pub cursor: usize,
+}
+
+/// The ChaCha20 stream of a run's lot sampler (its noise and initialisation take others).
+pub const SAMPLER_STREAM: u64 = 0;
+
+/// Random 32-bit words a Poisson lot reads: one u64 per example.
+const WORDS_PER_EXAMPLE: u128 = 2;
+
+/// The threshold below which a uniform u64 includes an example at rate `rate`: rand's
+/// `Bernoulli` (p 2^64, truncated), so lots are those `random_bool` drew.
+fn inclusion_threshold(rate: f64) -> u64 {
+    (rate * 2.0 * (1u64 << 63) as f64) as u64
 }
 
 impl LotSampler {
     /// A sampler over `n` examples, keyed from the OS, or from `seed` for a reproducible run.
     pub fn new(sampling: Sampling, n: usize, seed: Option<u64>) -> Result<Self> {
-        Self::with_stream(sampling, n, ChaChaState::new(seed, 0))
+        Self::with_stream(sampling, n, ChaChaState::new(seed, SAMPLER_STREAM))
     }
 
     /// A sampler over `n` examples drawing from the random stream `rng`.
@@ -65,6 +94,31 @@ impl LotSampler {
         Ok(Self { sampling, n, rng, order: Vec::new(), cursor: 0 })
     }
 
+    /// The sampler that starts from `rng` after it has drawn `lots` lots: Poisson lots read a
+    /// fixed number of words, so their position is computed; shuffled passes are replayed.
+    pub fn replayed(sampling: Sampling, n: usize, rng: ChaChaState, lots: u64) -> Result<Self> {
+        let mut sampler = Self::with_stream(sampling, n, rng)?;
+        match sampling {
+            Sampling::Poisson { .. } => {
+                let words = (n as u128)
+                    .checked_mul(WORDS_PER_EXAMPLE * u128::from(lots))
+                    .and_then(|w| w.checked_add(sampler.rng.position().word_pos))
+                    .filter(|&w| w < 1 << 68)
+                    .ok_or_else(|| DataError::InvalidParameter {
+                        name: "lots",
+                        reason: format!("{lots} lots of {n} examples are beyond the stream's length"),
+                    })?;
+                sampler.rng = sampler.rng.at_word(words);
+            }
+            Sampling::Shuffled { .. } => {
+                for _ in 0..lots {
+                    sampler.next_lot();
+                }
+            }
+        }
+        Ok(sampler)
+    }
+
     /// How lots are drawn.
     pub fn sampling(&self) -> Sampling {
         self.sampling
@@ -75,13 +129,21 @@ impl LotSampler {
         self.n
     }
 
+    /// Where the sampler is (key and order left out).
+    pub fn position(&self) -> SamplerPosition {
+        SamplerPosition { sampling: self.sampling, n: self.n, stream: self.rng.position(), cursor: self.cursor }
+    }
+
     /// The next lot's example indices, in increasing order for Poisson lots.
     pub fn next_lot(&mut self) -> Vec<usize> {
         let mut rng = self.rng.restore();
         let lot = match self.sampling {
-            Sampling::Poisson { rate } => (0..self.n).filter(|_| rng.random_bool(rate)).collect(),
+            Sampling::Poisson { rate } => {
+                let threshold = inclusion_threshold(rate);
+                (0..self.n).filter(|_| rng.next_u64() < threshold || rate >= 1.0).collect()
+            }
             Sampling::Shuffled { lot_size } => {
-                if self.order.is_empty() || self.cursor + lot_size > self.n {
+                if self.order.len() != self.n || self.cursor + lot_size > self.n {
                     self.order = (0..self.n).collect();
                     self.order.shuffle(&mut rng);
                     self.cursor = 0;
@@ -134,14 +196,45 @@ mod tests {
     }
 
     #[test]
-    fn state_roundtrip_continues_the_same_stream() {
-        let mut a = LotSampler::new(Sampling::Poisson { rate: 0.3 }, 50, None).unwrap();
-        a.next_lot();
-        let saved = serde_json::to_string(&a).unwrap();
-        let mut b: LotSampler = serde_json::from_str(&saved).unwrap();
+    fn poisson_lots_are_those_of_rands_bernoulli() {
+        use rand::Rng;
+        let rng = ChaChaState::new(Some(11), 0);
+        let mut s = LotSampler::with_stream(Sampling::Poisson { rate: 0.3 }, 200, rng.clone()).unwrap();
+        let mut reference = rng.restore();
         for _ in 0..5 {
-            assert_eq!(a.next_lot(), b.next_lot());
+            let want: Vec<usize> = (0..200).filter(|_| reference.random_bool(0.3)).collect();
+            assert_eq!(s.next_lot(), want);
         }
+    }
+
+    #[test]
+    fn a_replayed_sampler_is_where_drawing_leaves_it() {
+        for sampling in
+            [Sampling::Poisson { rate: 0.3 }, Sampling::Poisson { rate: 1.0 }, Sampling::Shuffled { lot_size: 7 }]
+        {
+            let rng = ChaChaState::new(None, 0);
+            let mut drawn = LotSampler::with_stream(sampling, 50, rng.clone()).unwrap();
+            for _ in 0..9 {
+                drawn.next_lot();
+            }
+            let mut replayed = LotSampler::replayed(sampling, 50, rng.clone(), 9).unwrap();
+            assert_eq!(replayed.position(), drawn.position(), "{sampling:?}");
+            assert_ne!(LotSampler::replayed(sampling, 50, rng, 8).unwrap().position(), drawn.position());
+            for _ in 0..5 {
+                assert_eq!(replayed.next_lot(), drawn.next_lot(), "{sampling:?}");
+            }
+        }
+        let huge =
+            LotSampler::replayed(Sampling::Poisson { rate: 0.5 }, usize::MAX, ChaChaState::new(None, 0), u64::MAX);
+        assert!(huge.is_err());
+    }
+
+    #[test]
+    fn a_position_shows_neither_key_nor_order() {
+        let mut s = LotSampler::new(Sampling::Shuffled { lot_size: 3 }, 10, Some(2)).unwrap();
+        s.next_lot();
+        let json = serde_json::to_string(&s.position()).unwrap();
+        assert!(!json.contains("order") && !json.contains("seed") && !json.contains("key"), "{json}");
     }
 
     #[test]

@@ -192,6 +192,13 @@ pub fn load_csv(path: &Path, options: &CsvOptions) -> Result<TabularData> {
     if width < 2 {
         return Err(DataError::corrupt(path, "a table needs at least one feature column and a label column"));
     }
+    if let Some((j, name)) = names.iter().enumerate().find(|(j, n)| names[..*j].contains(n)) {
+        let first = names.iter().position(|n| n == name).unwrap_or(0);
+        return Err(DataError::corrupt(
+            path,
+            format!("columns {first} and {j} are both named '{name}': rename one (a column is found by its name)"),
+        ));
+    }
     let label = match &options.label {
         LabelColumn::Last => width - 1,
         LabelColumn::Index(j) if *j < width => *j,
@@ -415,6 +422,9 @@ mod tests {
         let idx = CsvOptions { label: LabelColumn::Index(7), ..CsvOptions::default() };
         assert!(load("1,2,0\n", &idx).unwrap_err().to_string().contains("column 7 does not exist"));
         assert!(load("1,2,0\n3,4,0\n", &CsvOptions::default()).unwrap_err().to_string().contains("single class"));
+        // Two columns named like the label: the first used to be taken silently.
+        let twice = load("a,label,label\n1,0,1\n2,1,0\n", &opts).unwrap_err().to_string();
+        assert!(twice.contains("columns 1 and 2 are both named 'label'"), "{twice}");
         // One bad cell among numbers is an error naming its line and column, not 40 one-hot columns.
         for cell in ["abc", "inf", "1e309"] {
             let csv = format!("a,b,y\n1,2,0\n3,{cell},1\n5,6,0\n7,8,1\n");

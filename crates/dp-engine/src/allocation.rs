@@ -109,7 +109,7 @@ impl NoiseAllocation {
                 Ok(StepNoise { scales, noise_multiplier: *noise_multiplier })
             }
             NoiseAllocation::Sphere { alpha, tau, every, current } => {
-                if current.is_none() || step % *every == 0 {
+                if current.is_none() || step.is_multiple_of(*every) {
                     let w = sensitivity()?;
                     let flat = Tensor::cat(w.into_iter().map(|t| t.abs()).collect(), 0);
                     let sigma = sphere_sigma(flat, *alpha, *tau, &SolverSchedule::default())
@@ -152,11 +152,54 @@ impl NoiseAllocation {
         }
     }
 
-    /// The average of released gradients, for checkpoints (groups only).
-    pub fn released(&self) -> Option<&[Tensor<1>]> {
+    /// True when the allocation carries state from step to step (which a checkpoint keeps
+    /// once the first step is taken).
+    pub fn is_stateful(&self) -> bool {
+        !matches!(self, NoiseAllocation::Uniform { .. })
+    }
+
+    /// The state a checkpoint keeps, one tensor per parameter: the groups' average of released
+    /// gradients, or the sphere's current sigma (None before the first step).
+    pub fn state(&self) -> Option<&[Tensor<1>]> {
         match self {
             NoiseAllocation::Groups { released: Some(avg), .. } => Some(avg),
+            NoiseAllocation::Sphere { current: Some((sigma, _)), .. } => Some(sigma),
             _ => None,
+        }
+    }
+
+    /// The noise multiplier the sphere's current sigma gives (None for the other allocations).
+    pub fn current_multiplier(&self) -> Option<f64> {
+        match self {
+            NoiseAllocation::Sphere { current: Some((_, z)), .. } => Some(*z),
+            _ => None,
+        }
+    }
+
+    /// Continues from a checkpoint's `state` (as [`Self::state`] gave it), refused when this
+    /// allocation keeps none or the state could not have been produced (a sigma that is not
+    /// positive and finite).
+    pub fn restore(&mut self, state: Vec<Tensor<1>>) -> Result<()> {
+        match self {
+            NoiseAllocation::Uniform { .. } => {
+                Err(EngineError::Privacy("the uniform allocation keeps no state, but one was given".into()))
+            }
+            NoiseAllocation::Groups { released, .. } => {
+                *released = Some(state);
+                Ok(())
+            }
+            NoiseAllocation::Sphere { alpha, current, .. } => {
+                // Read as the step reads it: the least f32 sigma, divided by alpha.
+                let least = state.iter().flat_map(to_host).map(f64::from).fold(f64::INFINITY, f64::min);
+                let finite = state.iter().flat_map(to_host).all(f32::is_finite);
+                if !(finite && least > 0.0) {
+                    return Err(EngineError::Privacy(format!(
+                        "a sigma of {least} (or one that is not finite) cannot have been used"
+                    )));
+                }
+                *current = Some((state, least / *alpha));
+                Ok(())
+            }
         }
     }
 }

@@ -9,11 +9,12 @@ use crate::classifier::CrossEntropyLots;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::mechanism;
+use crate::noise::NOISE_STREAM;
 use crate::optimizer::optimizer;
 use crate::step::batching::Batching;
 use crate::step::{self, StepState, TrainStep};
 use crate::train_config::{MechanismName, OptimizerName, TrainConfig};
-use crate::zoo::{ModelSpec, ZooModel, build};
+use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
@@ -24,6 +25,22 @@ use std::time::Instant;
 /// The most pixel bytes of a benchmark lot (4 GiB): larger lots are refused from arithmetic
 /// before anything is allocated.
 const MAX_LOT_BYTES: usize = 1 << 32;
+
+/// The most warm-up or timed lots per mechanism (a benchmark that long measures nothing more).
+pub const MAX_LOTS: usize = 100_000;
+
+/// Refuses a number of lots that is zero (timed) or beyond [`MAX_LOTS`].
+fn check_lots(warmup: usize, iterations: usize) -> Result<()> {
+    if iterations == 0 || iterations > MAX_LOTS || warmup > MAX_LOTS {
+        return Err(EngineError::invalid(
+            "bench",
+            format!(
+                "{iterations} timed and {warmup} warm-up lots: give 1 to {MAX_LOTS} timed and at most {MAX_LOTS} warm-up"
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// What to time.
 #[derive(Debug, Clone)]
@@ -42,6 +59,28 @@ pub struct BenchConfig {
     pub warmup: usize,
     /// Timed lots per mechanism.
     pub iterations: usize,
+}
+
+impl BenchConfig {
+    /// Refuses counts and sizes that cannot be benchmarked: no lot, absurd counts, or a step
+    /// beyond the memory budget (from arithmetic, before anything is allocated).
+    pub fn check(&self) -> Result<()> {
+        check_lots(self.warmup, self.iterations)?;
+        if self.lot_size == 0 || self.batch_size == 0 {
+            return Err(EngineError::invalid("bench", "lot size and batch size must be at least 1"));
+        }
+        let batch = self.batch_size.min(self.lot_size);
+        let [c, h, w] = self.input;
+        dp_data::memory::check(
+            &format!(
+                "a benchmark step of {} (lot size {}, batches of {batch} images of {c}x{h}x{w})",
+                self.model.name.as_str(),
+                self.lot_size
+            ),
+            footprint(self.model, self.input, self.classes)?.step_bytes(batch),
+        )
+        .map_err(|e| EngineError::Data(e.to_string()))
+    }
 }
 
 /// The mechanisms timed, in order: `optimized-paper` recomputes its w over the benchmark's data
@@ -100,9 +139,9 @@ fn contender(
     let z = mechanism.is_private().then_some(1.0);
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, config.lot_size, Some(0))
         .map_err(|e| EngineError::Data(e.to_string()))?;
-    let state = StepState::fresh(sampler);
+    let state = StepState::fresh(sampler, ChaChaState::new(Some(0), NOISE_STREAM));
     Ok(Contender {
-        step: step::for_run(mechanism.into(), &run, z, table, batching, state, None),
+        step: step::for_run(mechanism.into(), &run, z, table, batching, state, None)?,
         model: Some(model.clone()),
         optimizer: optimizer(OptimizerName::Sgd, 0.0, 0.0),
     })
@@ -110,9 +149,7 @@ fn contender(
 
 /// Times every mechanism of [`BENCHED`]; `progress` is told after every timed or warm-up lot.
 pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn FnMut()) -> Result<BenchResult> {
-    if config.lot_size == 0 || config.batch_size == 0 || config.iterations == 0 {
-        return Err(EngineError::invalid("bench", "lot size, batch size and iterations must be at least 1"));
-    }
+    config.check()?;
     let dev = &device.device;
     let mut rng = ChaChaState::new(Some(0), 0).restore();
     let size: usize = config.input.iter().product();

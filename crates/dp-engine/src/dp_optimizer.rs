@@ -55,11 +55,11 @@ impl<M: Module> DpOptimizer<M> {
         optimizer: ModuleOptimizer,
         start: StartFrom,
         device: &SelectedDevice,
-    ) -> Self {
+    ) -> Result<Self> {
         let batching = Batching::for_backend(config.batch_size, device.backend);
-        let step = step::for_run(mechanism.clone(), &config, plan.z, table, batching, start.state, start.canaries);
+        let step = step::for_run(mechanism.clone(), &config, plan.z, table, batching, start.state, start.canaries)?;
         let notes = crate::plan::notes(&config, mechanism.as_ref());
-        Self {
+        Ok(Self {
             config,
             mechanism,
             plan,
@@ -68,7 +68,7 @@ impl<M: Module> DpOptimizer<M> {
             optimizer,
             steps_taken: start.steps_taken,
             device: device.device.clone(),
-        }
+        })
     }
 
     /// One DP step of `model` at learning rate `lr` on a lot drawn from `source`: the updated

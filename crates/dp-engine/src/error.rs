@@ -28,6 +28,14 @@ pub enum EngineError {
     /// Training diverged (NaN or infinite loss).
     #[error("training diverged: {0}")]
     Diverged(String),
+    /// A file of the run folder could not be used (missing, a link, too large, locked...).
+    #[error("{path}: {reason}")]
+    RunFolder {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// A checkpoint could not be written or read.
     #[error("checkpoint {path}: {reason}")]
     Checkpoint {

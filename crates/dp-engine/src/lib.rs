@@ -45,6 +45,7 @@ pub mod plan;
 pub mod pool;
 pub mod privacy;
 pub mod privacy_engine;
+pub mod run_folder;
 pub mod smoothing;
 pub mod step;
 pub mod tensor_io;

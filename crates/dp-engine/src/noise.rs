@@ -6,7 +6,7 @@
 
 use crate::error::{EngineError, Result};
 use burn::tensor::Tensor;
-use dp_data::ChaChaState;
+use dp_data::{ChaChaPosition, ChaChaState};
 use dp_kernels::{NoiseScale, StreamPosition, gaussian::blocks_for, noisy_scale};
 
 /// The noise stream of a run (its position serialises into checkpoints).
@@ -16,7 +16,7 @@ pub struct GaussianNoise {
 }
 
 /// The ChaCha20 stream reserved for noise.
-const NOISE_STREAM: u64 = 1;
+pub const NOISE_STREAM: u64 = 1;
 
 impl GaussianNoise {
     /// A stream keyed from the OS, or from `seed` for a reproducible run.
@@ -29,24 +29,19 @@ impl GaussianNoise {
         Self { state }
     }
 
-    /// A stream resumed from `state` after `releases` releases of tensors of `sizes` scalars,
-    /// refused unless it is the noise stream at exactly that position (and, for a run with
-    /// `seed`, the seed's key): a tampered position could replay noise already used.
-    pub fn resumed(state: ChaChaState, seed: Option<u64>, releases: u64, sizes: &[usize]) -> Result<Self> {
-        let fresh = ChaChaState::new(seed, NOISE_STREAM);
+    /// The stream of `start` (the run's noise stream at its beginning) resumed at the checkpointed
+    /// `position` after `releases` releases of tensors of `sizes` scalars, refused unless that is
+    /// exactly where those releases leave it: a rewound position would replay noise already used.
+    pub fn resumed(start: ChaChaState, position: ChaChaPosition, releases: u64, sizes: &[usize]) -> Result<Self> {
         let per_release: u64 = sizes.iter().map(|&n| blocks_for(n)).sum();
-        let expected = releases.checked_mul(per_release);
-        if state.stream() != NOISE_STREAM || Some(state.next_block()) != expected {
+        let expected = releases.checked_mul(per_release).and_then(|b| u128::from(b).checked_mul(16));
+        if position.stream != start.stream() || Some(position.word_pos) != expected {
             return Err(EngineError::Privacy(format!(
-                "the noise stream is at block {} of stream {}, not where {releases} steps leave it",
-                state.next_block(),
-                state.stream()
+                "the noise stream is at word {} of stream {}, not where {releases} steps leave it",
+                position.word_pos, position.stream
             )));
         }
-        if seed.is_some() && state.key_words() != fresh.key_words() {
-            return Err(EngineError::Privacy("the noise stream's key is not the seed's".into()));
-        }
-        Ok(Self { state })
+        Ok(Self { state: ChaChaState::at(start.key().clone(), position) })
     }
 
     /// The stream's position.

@@ -10,7 +10,7 @@ use crate::mechanism::Mechanism;
 use crate::privacy::PrivacySpent;
 use crate::train_config::{SamplingName, TrainConfig};
 use dp_accounting::{LotSampling, PrivacyLedger};
-use dp_data::{LotSampler, Sampling};
+use dp_data::{ChaChaState, LotSampler, Sampling};
 
 /// What a run plans, from its configuration and training-set size alone.
 #[derive(Debug, Clone)]
@@ -82,11 +82,15 @@ pub fn notes(config: &TrainConfig, mechanism: &dyn Mechanism) -> Vec<String> {
     notes
 }
 
-/// The lot sampler a fresh run starts with.
-pub fn fresh_sampler(config: &TrainConfig, plan: &Plan) -> Result<LotSampler> {
-    let sampling = match config.sampling {
+/// How the lots of a run are drawn.
+pub fn sampling(config: &TrainConfig, plan: &Plan) -> Sampling {
+    match config.sampling {
         SamplingName::Poisson => Sampling::Poisson { rate: plan.sample_rate },
         SamplingName::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
-    };
-    LotSampler::new(sampling, plan.n, config.seed).map_err(|e| EngineError::Data(e.to_string()))
+    }
+}
+
+/// The lot sampler a fresh run starts with, drawing from `rng`.
+pub fn fresh_sampler(config: &TrainConfig, plan: &Plan, rng: ChaChaState) -> Result<LotSampler> {
+    LotSampler::with_stream(sampling(config, plan), plan.n, rng).map_err(|e| EngineError::Data(e.to_string()))
 }

@@ -32,6 +32,7 @@ use crate::dp_optimizer::{DpOptimizer, StartFrom};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::mechanism;
+use crate::noise::NOISE_STREAM;
 use crate::plan::{fresh_sampler, plan};
 use crate::smoothing::SmoothingScope;
 use crate::step::StepState;
@@ -41,6 +42,8 @@ use crate::train_config::{AccountantName, MechanismName, SamplingName, TrainConf
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
+use dp_data::ChaChaState;
+use dp_data::sampler::SAMPLER_STREAM;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -159,9 +162,10 @@ impl PrivacyEngine {
         let plan = plan(&config, mechanism.as_ref(), source.len())?;
         let table = ParamTable::of(model)?;
         dry_run(model, source, Batching::for_backend(config.batch_size, device.backend), &table, &device.device)?;
-        let start =
-            StartFrom { state: StepState::fresh(fresh_sampler(&config, &plan)?), steps_taken: 0, canaries: None };
-        Ok(DpOptimizer::assemble(config, mechanism, plan, &table, optimizer, start, device))
+        let sampler = fresh_sampler(&config, &plan, ChaChaState::new(config.seed, SAMPLER_STREAM))?;
+        let state = StepState::fresh(sampler, ChaChaState::new(config.seed, NOISE_STREAM));
+        let start = StartFrom { state, steps_taken: 0, canaries: None };
+        DpOptimizer::assemble(config, mechanism, plan, &table, optimizer, start, device)
     }
 }
 

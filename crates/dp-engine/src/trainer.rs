@@ -9,7 +9,7 @@
 use crate::allocation::StepNoise;
 use crate::backend::SelectedDevice;
 use crate::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
-use crate::checkpoint::{Checkpoint, Header, checkpoint_path, sha256_hex, values_digest, write_atomic};
+use crate::checkpoint::{Checkpoint, Header, checkpoint_path, values_digest};
 use crate::classifier::{CrossEntropyLots, evaluate};
 use crate::dp_optimizer::{DpOptimizer, StartFrom};
 use crate::error::{EngineError, Result};
@@ -17,28 +17,29 @@ use crate::grad_sample::params::ParamTable;
 use crate::mechanism::{self, Mechanism};
 use crate::noise::GaussianNoise;
 use crate::optimizer::optimizer;
-use crate::plan::{Plan, fresh_sampler, lot_sampling, plan};
+use crate::plan::{Plan, fresh_sampler, lot_sampling, plan, sampling};
 use crate::privacy::PrivacySpent;
 use crate::privacy_engine::dry_run;
+use crate::run_folder::keys::RunKeys;
+use crate::run_folder::lock::RunLock;
+use crate::run_folder::{self, METRICS_FILE, sha256_hex};
 use crate::step::StepState;
 use crate::step::batching::Batching;
 use crate::step::private::mean_gradient;
 use crate::tensor_io::{to_host, vector};
-use crate::train_config::{MechanismName, SamplingName, TrainConfig};
-use crate::zoo::{ModelSpec, ZooModel, build};
+use crate::train_config::{MechanismName, TrainConfig};
+use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device};
 use dp_accounting::Guarantee;
-use dp_data::{ChaChaState, DatasetName, ImageDataset, Sampling, Split};
+use dp_data::{ChaChaState, DatasetName, ImageDataset, LotSampler, Split};
 use serde::Serialize;
-use std::fs::{self, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// The ChaCha20 stream reserved for parameter initialisation.
 const INIT_STREAM: u64 = 2;
@@ -69,6 +70,11 @@ pub enum Event {
         planned_sigma_privacy: Option<PrivacySpent>,
         /// Caveats the user must read.
         notes: Vec<String>,
+    },
+    /// A step was taken (every step; nothing is read from the device for it).
+    Progress {
+        /// Steps done.
+        step: u64,
     },
     /// Training metrics of recent lots (on the private training data: not DP).
     Step {
@@ -153,6 +159,11 @@ pub fn load_dataset(name: DatasetName, dir: Option<&Path>, split: Split) -> Resu
 fn load_data(config: &TrainConfig) -> Result<(ImageDataset, ImageDataset)> {
     let train = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Train)?;
     let test = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Test)?;
+    for (set, name) in [(&train, "training"), (&test, "test")] {
+        if set.is_empty() {
+            return Err(EngineError::Data(format!("the {name} set of {:?} holds no example", config.dataset)));
+        }
+    }
     if train.shape() != test.shape() || train.classes() != test.classes() {
         return Err(EngineError::Data(format!(
             "the test set's examples are {:?} in {} classes, the training set's {:?} in {}",
@@ -178,38 +189,8 @@ pub struct Session {
     pub overwrite: bool,
     /// Raised (by a signal handler) to stop after the current step with a checkpoint.
     pub interrupt: Option<&'static AtomicBool>,
-}
-
-/// The files a run writes into its folder.
-const RUN_FILES: [&str; 4] = ["checkpoint.bin", "config.toml", "metrics.jsonl", "report.json"];
-
-/// Prepares the folder of a fresh run: refused when it holds another run's files, unless
-/// `overwrite` (then they are removed first); writes config.toml (the settings, with the noise
-/// multiplier `z` they resolve to in a comment) and returns its digest.
-fn start_run_folder(run_dir: &Path, config: &TrainConfig, z: Option<f64>, overwrite: bool) -> Result<String> {
-    let io = |e: std::io::Error| EngineError::Checkpoint { path: run_dir.to_path_buf(), reason: e.to_string() };
-    let occupied: Vec<&str> = RUN_FILES.into_iter().filter(|f| run_dir.join(f).exists()).collect();
-    if !occupied.is_empty() {
-        if !overwrite {
-            return Err(EngineError::invalid(
-                "out dir",
-                format!(
-                    "{} holds another run ({}): give --resume to continue it, --overwrite to replace it, or another --out-dir",
-                    run_dir.display(),
-                    occupied.join(", ")
-                ),
-            ));
-        }
-        for f in occupied {
-            fs::remove_file(run_dir.join(f)).map_err(io)?;
-        }
-    }
-    fs::create_dir_all(run_dir).map_err(io)?;
-    let settings = toml::to_string(config).map_err(|e| EngineError::invalid("config", e.to_string()))?;
-    let z = z.map_or("none (no noise)".to_string(), |z| z.to_string());
-    let toml = format!("# The settings of this run; its noise multiplier resolves to {z}.\n{settings}");
-    write_atomic(&run_dir.join("config.toml"), toml.as_bytes())?;
-    Ok(sha256_hex(toml.as_bytes()))
+    /// Keep the run's key file when it completes (it is removed otherwise).
+    pub keep_key: bool,
 }
 
 /// A run continued from its checkpoint.
@@ -219,42 +200,61 @@ struct Restored {
     state: StepState,
     step: u64,
     seconds: f64,
+    started: u64,
 }
 
-/// Loads the checkpoint of the run in `run_dir` and the run's configuration (its config.toml),
-/// refused unless that config.toml is the one the checkpoint belongs to: the configuration
-/// decides every other check.
-fn load_checkpoint(run_dir: &Path) -> Result<(Checkpoint, TrainConfig)> {
+/// The run in `run_dir` as its folder holds it: the checkpoint (its MAC checked under the key
+/// file's key), the configuration (refused unless it is the config.toml the checkpoint belongs
+/// to: the configuration decides every other check) with the key file's seed, and the keys. A
+/// `seed` given with --resume must be the run's.
+fn load_run(run_dir: &Path, seed: Option<u64>) -> Result<(Checkpoint, TrainConfig, RunKeys)> {
+    let keys = run_folder::read_keys(run_dir)?;
     let path = checkpoint_path(run_dir);
-    let ckpt = Checkpoint::load(&path)?;
-    let toml = run_dir.join("config.toml");
-    let bytes = fs::read(&toml).map_err(|e| EngineError::Checkpoint { path: toml.clone(), reason: e.to_string() })?;
-    if sha256_hex(&bytes) != ckpt.header.config_digest {
-        return Err(EngineError::Checkpoint {
-            path,
-            reason: "the run folder's config.toml is not the one this checkpoint belongs to".into(),
-        });
+    let ckpt = Checkpoint::load(&path, keys.mac())?;
+    let refuse = |reason: &str| EngineError::Checkpoint { path: path.clone(), reason: reason.into() };
+    let (config, digest) = run_folder::read_config(run_dir)?;
+    if digest != ckpt.header.config_digest {
+        return Err(refuse("the run folder's config.toml is not the one this checkpoint belongs to"));
     }
-    let config = std::str::from_utf8(&bytes)
-        .ok()
-        .and_then(|text| toml::from_str(text).ok())
-        .ok_or_else(|| EngineError::Checkpoint { path: toml, reason: "not a run configuration".into() })?;
-    Ok((ckpt, config))
+    if ckpt.header.seeded != keys.seed.is_some() {
+        return Err(refuse("it says the run is seeded where the key file does not, or the reverse"));
+    }
+    if seed.is_some() && seed != keys.seed {
+        return Err(EngineError::invalid(
+            "seed",
+            "--resume takes the run's own seed (from its key file): drop --seed or give the run's",
+        ));
+    }
+    Ok((ckpt, TrainConfig { seed: keys.seed, out_dir: run_dir.to_path_buf(), ..config }, keys))
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// How far the clock of a machine resuming a run may disagree with the one that started it.
+const CLOCK_SLACK: u64 = 86_400;
+
+/// What a resumed checkpoint is checked against: the run's configuration, plan, mechanism and
+/// keys, and the device its state goes to.
+#[derive(Clone, Copy)]
+struct RunOf<'a> {
+    config: &'a TrainConfig,
+    plan: &'a Plan,
+    mechanism: &'a dyn Mechanism,
+    keys: &'a RunKeys,
+    device: &'a Device,
 }
 
 /// Restores a run from `ckpt` after checking everything its privacy claim depends on against
-/// the run itself: the step counts, every ledger entry's noise
-/// multiplier, rate and sampling, the sampler's N and rate, the noise stream's position, and
-/// that the records fit the model. A checkpoint failing any check is refused in one line.
-fn resume(
-    ckpt: Checkpoint,
-    config: &TrainConfig,
-    plan: &Plan,
-    mechanism: &dyn Mechanism,
-    fresh: (ZooModel, ModuleOptimizer),
-    path: &Path,
-    device: &Device,
-) -> Result<Restored> {
+/// the run itself: the step counts; every ledger entry's noise multiplier, rate and sampling;
+/// the sampler, replayed from its key for the steps taken; the noise stream's position; the
+/// noise allocation's state (optimized-paper's current sigma against its last ledger entry); the
+/// training seconds against the clock; and that the records fit the model. A checkpoint failing
+/// any check is refused in one line.
+fn resume(ckpt: Checkpoint, run: &RunOf<'_>, fresh: (ZooModel, ModuleOptimizer), path: &Path) -> Result<Restored> {
+    let RunOf { config, plan, mechanism, keys, .. } = *run;
     let refuse = |reason: String| EngineError::Checkpoint { path: path.to_path_buf(), reason };
     let h = ckpt.header;
     if h.planned_steps != plan.planned_steps || h.step > plan.planned_steps {
@@ -263,45 +263,57 @@ fn resume(
             h.step, h.planned_steps, plan.planned_steps
         )));
     }
+    let now = unix_now();
+    let elapsed = now.saturating_sub(h.started) + CLOCK_SLACK;
+    if !(h.seconds.is_finite() && h.seconds >= 0.0 && h.seconds <= elapsed as f64) || h.started > now + CLOCK_SLACK {
+        return Err(refuse(format!(
+            "{} training seconds for a run started at Unix time {}, {} s ago",
+            h.seconds,
+            h.started,
+            now.saturating_sub(h.started)
+        )));
+    }
     let recorded = if mechanism.is_private() { h.step } else { 0 };
     if h.ledger.total_steps() != recorded {
         return Err(refuse(format!("its ledger holds {} steps, the run took {}", h.ledger.total_steps(), recorded)));
     }
-    let want_z = plan.z.and_then(|z| mechanism.ledger_multiplier(z));
+    let want_z = plan.z.map(|z| mechanism.ledger_multiplier(z));
     for e in h.ledger.entries() {
-        let z_ok = want_z.is_none_or(|z| e.noise_multiplier == z);
+        let z_ok = want_z.is_none_or(|z| z.admits(e.noise_multiplier));
         if !z_ok || e.sample_rate != plan.sample_rate || e.sampling != lot_sampling(config) {
             return Err(refuse(format!(
                 "a ledger entry (z {}, q {}, {:?}) is not this run's (z {:?}, q {}, {:?})",
                 e.noise_multiplier,
                 e.sample_rate,
                 e.sampling,
-                want_z,
+                want_z.map(|z| z.z),
                 plan.sample_rate,
                 lot_sampling(config)
             )));
         }
     }
-    let sampling_ok = match h.sampler.sampling() {
-        Sampling::Poisson { rate } => config.sampling == SamplingName::Poisson && rate == plan.sample_rate,
-        Sampling::Shuffled { lot_size } => config.sampling == SamplingName::Shuffled && lot_size == config.lot_size,
-    };
-    if !sampling_ok || h.sampler.population() != plan.n {
+    let sampler = LotSampler::replayed(sampling(config, plan), plan.n, keys.sampler_stream(), h.step)
+        .map_err(|e| refuse(e.to_string()))?;
+    if sampler.position() != h.sampler {
         return Err(refuse(format!(
-            "its sampler draws {:?} from {} examples; the run draws q = {} from {}",
-            h.sampler.sampling(),
-            h.sampler.population(),
-            plan.sample_rate,
-            plan.n
+            "its sampler ({:?}) is not where {} steps leave the run's ({:?})",
+            h.sampler,
+            h.step,
+            sampler.position()
         )));
     }
     let (model, optimizer) = fresh;
-    let sizes: Vec<usize> = ParamTable::of(&model)?.params().iter().map(|p| p.len()).collect();
+    let table = ParamTable::of(&model)?;
+    let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
     let noise = match (mechanism.is_private(), h.noise) {
-        (true, Some(state)) => Some(GaussianNoise::resumed(state, config.seed, h.step, &sizes)?.state().clone()),
+        (true, Some(position)) => {
+            Some(GaussianNoise::resumed(keys.noise_stream(), position, h.step, &sizes)?.state().clone())
+        }
         (false, None) => None,
         _ => return Err(refuse("its noise stream does not fit the mechanism".into())),
     };
+    let allocation =
+        restored_allocation(ckpt.allocation, &h.ledger, run, &table, h.step).map_err(|e| refuse(e.to_string()))?;
     let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(ckpt.model))
         .map_err(|e| refuse(format!("model record: {e:?}")))?;
     // The record brings back the parameters' ids, which the optimiser's record is keyed by.
@@ -310,15 +322,41 @@ fn resume(
     let optimizer = optimizer
         .from_bytes(Bytes::from_bytes_vec(ckpt.optimizer))
         .map_err(|e| refuse(format!("optimizer record: {e:?}")))?;
-    let released = match ckpt.released {
-        Some(parts) if parts.iter().map(Vec::len).eq(sizes.iter().copied()) => {
-            Some(parts.into_iter().map(|p| vector(p, device)).collect())
+    let state = StepState { sampler, noise, ledger: h.ledger, allocation };
+    Ok(Restored { model: model.train(), optimizer, state, step: h.step, seconds: h.seconds, started: h.started })
+}
+
+/// The noise allocation's state of a checkpoint at `step`, refused unless the mechanism keeps
+/// one exactly when a step has been taken, it fits the parameters (`sizes`), and (for a sigma
+/// that varies) the last ledger entry records the multiplier it gives.
+fn restored_allocation(
+    kept: Option<Vec<Vec<f32>>>,
+    ledger: &dp_accounting::PrivacyLedger,
+    run: &RunOf<'_>,
+    table: &ParamTable,
+    step: u64,
+) -> Result<Option<Vec<burn::tensor::Tensor<1>>>> {
+    let RunOf { config, plan, mechanism, device, .. } = *run;
+    let mut allocation = plan.z.map(|z| mechanism.allocation(z, config, table));
+    let expected = allocation.as_ref().is_some_and(|a| a.is_stateful()) && step > 0;
+    let parts = match kept {
+        None if !expected => return Ok(None),
+        Some(parts) if expected && parts.iter().map(Vec::len).eq(table.params().iter().map(|p| p.len())) => parts,
+        _ => {
+            return Err(EngineError::Privacy("its noise allocation state does not fit the mechanism and model".into()));
         }
-        Some(_) => return Err(refuse("its released gradients do not fit the model".into())),
-        None => None,
     };
-    let state = StepState { sampler: h.sampler, noise, ledger: h.ledger, released };
-    Ok(Restored { model: model.train(), optimizer, state, step: h.step, seconds: h.seconds })
+    let state: Vec<_> = parts.into_iter().map(|p| vector(p, device)).collect();
+    if let Some(a) = allocation.as_mut() {
+        a.restore(state.clone())?;
+        let last = ledger.entries().last().map(|e| e.noise_multiplier);
+        if let Some(z) = a.current_multiplier().filter(|&z| Some(z) != last) {
+            return Err(EngineError::Privacy(format!(
+                "its current sigma gives noise multiplier {z}, its last ledger entry records {last:?}"
+            )));
+        }
+    }
+    Ok(Some(state))
 }
 
 /// Canaries for a one-run audit of a run of `plan` on a model of `table`, placed on the noise
@@ -335,78 +373,57 @@ fn place_canaries(
     WhiteBoxCanaries::for_run(request.canaries, plan.sample_rate, config.seed, &noise.scales, &sizes, bound)
 }
 
-fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
-    let io = |e: std::io::Error| EngineError::Checkpoint { path: path.to_path_buf(), reason: e.to_string() };
-    let mut f = OpenOptions::new().create(true).append(true).open(path).map_err(io)?;
-    let line = serde_json::to_string(value).unwrap_or_default();
-    writeln!(f, "{line}").map_err(io)
-}
-
-/// Drops the lines of `path` logged after `step`: a run killed after logging steps its last
-/// checkpoint does not hold takes them again on resume, and would log them twice.
-fn keep_metrics_until(path: &Path, step: u64) -> Result<()> {
-    let Ok(text) = fs::read_to_string(path) else {
-        return Ok(());
-    };
-    let kept: String = text
-        .lines()
-        .filter(|line| {
-            let logged = serde_json::from_str::<serde_json::Value>(line).ok().and_then(|v| v["step"].as_u64());
-            logged.is_some_and(|s| s <= step)
-        })
-        .map(|line| format!("{line}\n"))
-        .collect();
-    write_atomic(path, kept.as_bytes())
-}
-
-/// Everything a checkpoint is written from.
+/// Everything a checkpoint is written from besides the model and the step's state.
 struct Snapshot<'a> {
     config_digest: &'a str,
+    seeded: bool,
+    started: u64,
     planned_steps: u64,
     step: u64,
     seconds: f64,
 }
 
-/// Writes the checkpoint of `model`, `optimizer` and `state` atomically.
+/// Writes the checkpoint of `model`, `optimizer` and `state` atomically, sealed with `keys`.
 fn save(
     snap: &Snapshot<'_>,
     model: &ZooModel,
     optimizer: &ModuleOptimizer,
     state: StepState,
+    keys: &RunKeys,
     path: &Path,
 ) -> Result<()> {
     let record_err =
         |e: burn::store::RecordError| EngineError::Checkpoint { path: path.to_path_buf(), reason: format!("{e:?}") };
     let model_bytes = model.clone().into_record().into_bytes().map_err(record_err)?.to_vec();
     let optimizer_bytes = optimizer.into_bytes().map_err(record_err)?.to_vec();
-    let released: Option<Vec<Vec<f32>>> = state.released.map(|r| r.iter().map(to_host).collect());
+    let allocation: Option<Vec<Vec<f32>>> = state.allocation.map(|r| r.iter().map(to_host).collect());
     let header = Header {
         config_digest: snap.config_digest.to_string(),
+        seeded: snap.seeded,
+        started: snap.started,
         planned_steps: snap.planned_steps,
         step: snap.step,
         ledger: state.ledger,
-        sampler: state.sampler,
-        noise: state.noise,
+        sampler: state.sampler.position(),
+        noise: state.noise.map(|n| n.position()),
         seconds: snap.seconds,
         model_bytes: model_bytes.len() as u64,
         optimizer_bytes: optimizer_bytes.len() as u64,
-        released: released.as_ref().map(|r| r.iter().map(Vec::len).collect()),
+        allocation: allocation.as_ref().map(|r| r.iter().map(Vec::len).collect()),
         model_digest: sha256_hex(&model_bytes),
         values_digest: values_digest(model),
     };
-    Checkpoint { header, model: model_bytes, optimizer: optimizer_bytes, released }.save(path)
+    Checkpoint { header, model: model_bytes, optimizer: optimizer_bytes, allocation }.save(path, keys.mac())
 }
 
-/// Trains as `config` says (or resumes the run in `config.out_dir`), reporting progress to
-/// `observe`.
-pub fn train(
-    config: TrainConfig,
-    session: Session,
-    device: &SelectedDevice,
-    observe: &mut dyn FnMut(&Event),
-) -> Result<TrainReport> {
-    let run_dir = config.out_dir.clone();
-    let ckpt_path = checkpoint_path(&run_dir);
+/// Refuses session options that cannot go together.
+fn check_session(session: &Session, run_dir: &Path) -> Result<()> {
+    if run_dir.as_os_str().is_empty() {
+        return Err(EngineError::invalid("out dir", "is empty: name the run's folder"));
+    }
+    if session.stop_after == Some(0) {
+        return Err(EngineError::invalid("stop after", "0 steps would leave nothing to resume: give at least 1"));
+    }
     if let Some(request) = session.audit {
         if session.resume || session.stop_after.is_some() {
             return Err(EngineError::invalid(
@@ -418,13 +435,49 @@ pub fn train(
             return Err(EngineError::invalid("audit confidence", format!("{} is not in (0, 1)", request.confidence)));
         }
     }
-    let (checkpoint, config) = match session.resume {
+    Ok(())
+}
+
+/// The model of `spec` for `data`, refused from arithmetic when a step on physical batches of
+/// `batch` examples would not fit the memory budget.
+fn checked_model(
+    spec: ModelSpec,
+    data: &ImageDataset,
+    batch: usize,
+    seed: Option<u64>,
+    dev: &Device,
+) -> Result<ZooModel> {
+    let [c, h, w] = data.shape();
+    let bytes = footprint(spec, data.shape(), data.classes())?.step_bytes(batch);
+    dp_data::memory::check(
+        &format!("a step of {} on batches of {batch} images of {c}x{h}x{w}", spec.name.as_str()),
+        bytes,
+    )
+    .map_err(|e| EngineError::Data(e.to_string()))?;
+    let mut init_rng = ChaChaState::new(seed, INIT_STREAM).restore();
+    build(spec, data.shape(), data.classes(), &mut init_rng, dev)
+}
+
+/// Trains as `config` says (or resumes the run in `config.out_dir`), reporting progress to
+/// `observe`. The run folder's lock is held from the first write (or, resuming, the first read)
+/// to the end.
+pub fn train(
+    config: TrainConfig,
+    session: Session,
+    device: &SelectedDevice,
+    observe: &mut dyn FnMut(&Event),
+) -> Result<TrainReport> {
+    let run_dir = config.out_dir.clone();
+    check_session(&session, &run_dir)?;
+    let ckpt_path = checkpoint_path(&run_dir);
+    let (mut lock, checkpoint, config, keys) = match session.resume {
         // A resumed run continues with its own configuration, whatever else was passed.
         true => {
-            let (ckpt, own) = load_checkpoint(&run_dir)?;
-            (Some(ckpt), TrainConfig { out_dir: run_dir.clone(), ..own })
+            let lock = RunLock::acquire(&run_dir)?;
+            let (ckpt, own, keys) = load_run(&run_dir, config.seed)?;
+            (Some(lock), Some(ckpt), own, keys)
         }
-        false => (None, config),
+        false => (None, None, config.clone(), RunKeys::generate(config.seed)),
     };
     let mechanism: Arc<dyn Mechanism> = mechanism::for_config(&config)?.into();
     config.validate(mechanism.as_ref())?;
@@ -438,10 +491,10 @@ pub fn train(
         normalization: config.normalization,
     };
     let dev = &device.device;
-    let mut init_rng = ChaChaState::new(config.seed, INIT_STREAM).restore();
-    let model = build(spec, train_data.shape(), train_data.classes(), &mut init_rng, dev)?;
-    let fresh_optimizer = optimizer(config.optimizer(mechanism.as_ref()), config.momentum, config.weight_decay);
     let batching = Batching::for_backend(config.batch_size, device.backend);
+    let model =
+        checked_model(spec, &train_data, batching.padded(config.batch_size.min(train_data.len())), config.seed, dev)?;
+    let fresh_optimizer = optimizer(config.optimizer(mechanism.as_ref()), config.momentum, config.weight_decay);
     let source = CrossEntropyLots { data: &train_data };
     let fresh_table = ParamTable::of(&model)?;
     // Canaries (a fresh run only) are placed before anything is written.
@@ -449,7 +502,7 @@ pub fn train(
         (Some(request), Some(z)) => {
             let (inference, table) = (model.valid(), &fresh_table);
             let noise = mechanism
-                .allocation(z, &config, table, None)
+                .allocation(z, &config, table)
                 .step_noise(0, table, &mut || mean_gradient(&inference, &source, batching, table, None, dev))?;
             Some(place_canaries(request, &config, &plan, &noise, table)?)
         }
@@ -464,24 +517,32 @@ pub fn train(
     let (config_digest, restored) = match checkpoint {
         Some(ckpt) => {
             let digest = ckpt.header.config_digest.clone();
-            (digest, resume(ckpt, &config, &plan, mechanism.as_ref(), (model, fresh_optimizer), &ckpt_path, dev)?)
+            let fresh = (model, fresh_optimizer);
+            let run = RunOf { config: &config, plan: &plan, mechanism: mechanism.as_ref(), keys: &keys, device: dev };
+            (digest, resume(ckpt, &run, fresh, &ckpt_path)?)
         }
         None => {
             dry_run(&model, &source, batching, &fresh_table, dev)?;
-            let digest = start_run_folder(&run_dir, &config, plan.z, session.overwrite)?;
-            let state = StepState::fresh(fresh_sampler(&config, &plan)?);
-            (digest, Restored { model: model.train(), optimizer: fresh_optimizer, state, step: 0, seconds: 0.0 })
+            lock = Some(RunLock::acquire(&run_dir)?);
+            let digest = run_folder::start(&run_dir, &config, plan.z, session.overwrite, &keys)?;
+            let state = StepState::fresh(fresh_sampler(&config, &plan, keys.sampler_stream())?, keys.noise_stream());
+            let started = unix_now();
+            (
+                digest,
+                Restored { model: model.train(), optimizer: fresh_optimizer, state, step: 0, seconds: 0.0, started },
+            )
         }
     };
-    let Restored { mut model, optimizer, state, mut step, mut seconds } = restored;
-    let metrics_path = run_dir.join("metrics.jsonl");
+    let _held = lock;
+    let Restored { mut model, optimizer, state, mut step, mut seconds, started } = restored;
+    let metrics_path = run_dir.join(METRICS_FILE);
     if session.resume {
-        keep_metrics_until(&metrics_path, step)?;
+        run_folder::keep_metrics_until(&metrics_path, step)?;
     }
     // After a resume the parameters carry the checkpoint's ids: the table is taken from them.
     let table = ParamTable::of(&model)?;
     let start = StartFrom { state, steps_taken: step, canaries };
-    let mut dp = DpOptimizer::assemble(config.clone(), mechanism, plan, &table, optimizer, start, device);
+    let mut dp = DpOptimizer::assemble(config.clone(), mechanism, plan, &table, optimizer, start, device)?;
     let planned_steps = dp.planned_steps();
     observe(&Event::Started {
         device: format!("{} ({})", device.backend, device.name),
@@ -499,35 +560,37 @@ pub fn train(
     let log_every = (steps_per_epoch / 10).max(1);
     let mut segment = Instant::now();
     let mut interrupted = false;
-    let stop_at = session.stop_after.map_or(planned_steps, |s| (step + s).min(planned_steps));
+    let stop_at = session.stop_after.map_or(planned_steps, |s| step.saturating_add(s).min(planned_steps));
+    let seeded = config.seed.is_some();
     while step < stop_at {
         let (next, metrics) = dp.step(model, &source, config.learning_rate)?;
         model = next;
         step += 1;
-        if step % log_every == 0 || step == planned_steps {
-            if let Some((loss, accuracy)) = metrics.read() {
-                if !loss.is_finite() {
-                    return Err(EngineError::Diverged(format!(
-                        "loss is {loss} at step {step}; lower --learning-rate (the last checkpoint is kept)"
-                    )));
-                }
-                let event = Event::Step { step, loss, accuracy };
-                append_line(&metrics_path, &event)?;
-                observe(&event);
+        observe(&Event::Progress { step });
+        if (step % log_every == 0 || step == planned_steps)
+            && let Some((loss, accuracy)) = metrics.read()
+        {
+            if !loss.is_finite() {
+                return Err(EngineError::Diverged(format!(
+                    "loss is {loss} at step {step}; lower --learning-rate (the last checkpoint is kept)"
+                )));
             }
+            let event = Event::Step { step, loss, accuracy };
+            run_folder::log(&metrics_path, &event)?;
+            observe(&event);
         }
         if step % steps_per_epoch == 0 || step == planned_steps {
             let event =
                 Event::Evaluated { step, test_accuracy: evaluate(&model, &test_data, dev), privacy: dp.privacy()? };
-            append_line(&metrics_path, &event)?;
+            run_folder::log(&metrics_path, &event)?;
             observe(&event);
         }
         interrupted = session.interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst));
         if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at || interrupted {
             seconds += segment.elapsed().as_secs_f64();
             segment = Instant::now();
-            let snap = Snapshot { config_digest: &config_digest, planned_steps, step, seconds };
-            save(&snap, &model, dp.optimizer(), dp.state(), &ckpt_path)?;
+            let snap = Snapshot { config_digest: &config_digest, seeded, started, planned_steps, step, seconds };
+            save(&snap, &model, dp.optimizer(), dp.state(), &keys, &ckpt_path)?;
         }
         if interrupted {
             break;
@@ -549,14 +612,16 @@ pub fn train(
         device: format!("{} ({})", device.backend, device.name),
         model: config.model.as_str().into(),
         mechanism: config.mechanism,
-        seeded: config.seed.is_some(),
+        seeded,
         notes: dp.notes().to_vec(),
         run_dir: run_dir.clone(),
         completed: step == planned_steps,
         interrupted: interrupted && step < planned_steps,
         audit: session.audit.zip(dp.canaries()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
     };
-    let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
-    write_atomic(&run_dir.join("report.json"), &json)?;
+    run_folder::write_report(&run_dir, &report)?;
+    if report.completed && !session.keep_key {
+        RunKeys::remove(&run_dir)?;
+    }
     Ok(report)
 }

@@ -1,23 +1,25 @@
 //! A bounded fuzz harness for every parser and the checkpoint loader: IDX (raw and gzip), the
-//! CIFAR-10 binary, CSV tables, the TOML run configuration, and checkpoints (raw damage, and
-//! damage under a recomputed digest, which reaches the header, the Burn records and every resume
-//! check). Each input is a valid seed file mutated by a ChaCha-driven mutator (bit flips, extreme
-//! bytes, truncation, duplication, insertion, appended garbage); each run must give a clean error
-//! or a correct result, never a panic (caught and counted: the test fails on any) or an abort
-//! (which would kill the test). The counts are printed (`--nocapture`) and recorded in
-//! docs/RESULTS.md; DPTRAIN_FUZZ_ROUNDS scales them (default 10).
+//! CIFAR-10 binary, CSV tables, the TOML run configuration, and the checkpoints of every
+//! mechanism (raw damage, which the MAC refuses; damage sealed with the run's own MAC key, which
+//! reaches the header, the Burn records and every resume check; and the sampler's and noise
+//! stream's positions edited under a valid MAC, which must all be refused). Each input is a valid
+//! seed file mutated by a ChaCha-driven mutator (bit flips, extreme bytes, truncation,
+//! duplication, insertion, appended garbage); each run must give a clean error or a correct
+//! result, never a panic (caught and counted: the test fails on any), an abort (which would kill
+//! the test) or an accepted forgery of the streams. The counts are printed (`--nocapture`) and
+//! recorded in docs/RESULTS.md; DPTRAIN_FUZZ_ROUNDS scales them (default 10).
 
 use dp_data::idx::{encode_idx, read_idx};
 use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
 use dp_engine::backend;
 use dp_engine::checkpoint::Checkpoint;
 use dp_engine::mechanism;
-use dp_engine::train_config::{MechanismName, TrainConfig};
+use dp_engine::train_config::{MechanismName, SamplingName, TrainConfig};
 use dp_engine::trainer::{Session, train};
 use dp_engine::zoo::ModelName;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -67,6 +69,16 @@ struct Tally {
 }
 
 impl Tally {
+    /// Runs `f` on an input that must be refused: an Ok is counted as a failure, like a panic.
+    fn refused<T, E>(&mut self, what: &str, f: impl FnOnce() -> Result<T, E>) {
+        self.inputs += 1;
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(Err(_)) => {}
+            Ok(Ok(_)) => self.panics.push(format!("{what}: accepted")),
+            Err(_) => self.panics.push(format!("{what}: panicked")),
+        }
+    }
+
     /// Runs `f` on one input, counting an Ok, an Err or a panic.
     fn run<T, E>(&mut self, what: &str, f: impl FnOnce() -> Result<T, E>) {
         self.inputs += 1;
@@ -147,47 +159,132 @@ fn tiny_mnist(dir: &Path) {
     }
 }
 
-/// `body` with its SHA-256 appended, as a checkpoint carries it.
-fn sealed(body: &[u8]) -> Vec<u8> {
-    [body, Sha256::digest(body).as_slice()].concat()
+/// `body` sealed with the run's MAC key, as a checkpoint carries it: a forger holding the key,
+/// so that the damage reaches every check behind the MAC.
+fn sealed(body: &[u8], key: &[u8]) -> Vec<u8> {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<Sha256>::new_from_slice(key).unwrap();
+    mac.update(body);
+    [body, mac.finalize().into_bytes().as_slice()].concat()
 }
 
+/// The MAC key in the key file of the run in `run`.
+fn mac_key(run: &Path) -> Vec<u8> {
+    let keys: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("run.key")).unwrap()).unwrap();
+    hex::decode(keys["mac_key"].as_str().unwrap()).unwrap()
+}
+
+/// The header of a checkpoint and where it ends.
+fn header_of(bytes: &[u8]) -> (serde_json::Value, usize) {
+    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
+    (serde_json::from_slice(&bytes[16..16 + len]).unwrap(), 16 + len)
+}
+
+/// A checkpoint body with its header replaced by `header`.
+fn with_header(bytes: &[u8], header: &serde_json::Value) -> Vec<u8> {
+    let (_, end) = header_of(bytes);
+    let json = serde_json::to_vec(header).unwrap();
+    [&bytes[..8], &(json.len() as u64).to_le_bytes(), &json, &bytes[end..bytes.len() - 32]].concat()
+}
+
+/// Numbers a mutated sampler or noise position takes: near the true one, at the edges, huge.
+fn extreme(rng: &mut ChaCha20Rng, truth: u64) -> serde_json::Value {
+    match rng.random_range(0..6) {
+        0 => truth.saturating_sub(rng.random_range(1..64)).into(),
+        1 => truth.saturating_add(rng.random_range(1..64)).into(),
+        2 => 0.into(),
+        3 => u64::MAX.into(),
+        4 => (-1).into(),
+        _ => rng.random::<u32>().into(),
+    }
+}
+
+/// Edits one field of the sampler or noise state in `h`.
+fn mutate_streams(h: &mut serde_json::Value, rng: &mut ChaCha20Rng) {
+    let fields: [&[&str]; 6] = [
+        &["sampler", "stream", "word_pos"],
+        &["sampler", "stream", "stream"],
+        &["sampler", "cursor"],
+        &["sampler", "n"],
+        &["noise", "word_pos"],
+        &["noise", "stream"],
+    ];
+    let path = fields[rng.random_range(0..fields.len())];
+    let mut at = &mut *h;
+    for key in &path[..path.len() - 1] {
+        at = &mut at[*key];
+    }
+    let last = path[path.len() - 1];
+    let truth = at[last].as_u64().unwrap_or(0);
+    at[last] = extreme(rng, truth);
+}
+
+/// A run of `mechanism` stopped after 4 steps, its checkpoint damaged (raw, under a recomputed
+/// MAC, and in its sampler and noise positions under a recomputed MAC) and resumed.
 fn checkpoints(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
     let data = dir.join("mnist");
     std::fs::create_dir_all(&data).unwrap();
     tiny_mnist(&data);
-    let run = dir.join("run");
-    let config = TrainConfig {
-        dataset: dp_data::DatasetName::FashionMnist,
-        data_dir: Some(data),
-        model: ModelName::Logreg,
-        mechanism: MechanismName::Optimized,
-        lot_size: 20,
-        epochs: 1.0,
-        noise_multiplier: Some(1.0),
-        seed: Some(9),
-        out_dir: run.clone(),
-        ..TrainConfig::default()
-    };
     let device = backend::cpu();
-    let stop = Session { stop_after: Some(4), ..Session::default() };
-    train(config.clone(), stop, &device, &mut |_| {}).expect("a valid run");
-    let path = run.join("checkpoint.bin");
-    let good = std::fs::read(&path).unwrap();
-    // Raw damage: the digest refuses it.
-    for _ in 0..rounds(1000) {
-        std::fs::write(&path, mutate(&good, rng)).unwrap();
-        tally.run("checkpoint", || Checkpoint::load(&path));
+    let mechanisms: [(MechanismName, SamplingName); 7] = [
+        (MechanismName::Optimized, SamplingName::Poisson),
+        (MechanismName::Gaussian, SamplingName::Poisson),
+        (MechanismName::Gaussian, SamplingName::Shuffled),
+        (MechanismName::LsSgd, SamplingName::Poisson),
+        (MechanismName::LsAdam, SamplingName::Poisson),
+        (MechanismName::OptimizedPaper, SamplingName::Poisson),
+        (MechanismName::None, SamplingName::Poisson),
+    ];
+    for (mechanism, sampling) in mechanisms {
+        let run = dir.join(format!("run-{mechanism:?}-{sampling:?}"));
+        let paper = mechanism == MechanismName::OptimizedPaper;
+        let config = TrainConfig {
+            dataset: dp_data::DatasetName::FashionMnist,
+            data_dir: Some(data.clone()),
+            model: ModelName::Logreg,
+            mechanism,
+            sampling,
+            lot_size: 20,
+            epochs: 1.0,
+            noise_multiplier: (!paper).then_some(1.0),
+            target_epsilon: paper.then_some(2.0),
+            sensitivity_every: if paper { 3 } else { 1 },
+            seed: Some(9),
+            out_dir: run.clone(),
+            ..TrainConfig::default()
+        };
+        let stop = Session { stop_after: Some(4), ..Session::default() };
+        train(config.clone(), stop, &device, &mut |_| {}).expect("a valid run");
+        let path = run.join("checkpoint.bin");
+        let good = std::fs::read(&path).unwrap();
+        let key = mac_key(&run);
+        let mac = dp_data::SecretKey::from_bytes(key.clone().try_into().unwrap());
+        // Raw damage: the MAC refuses it.
+        for _ in 0..rounds(100) {
+            std::fs::write(&path, mutate(&good, rng)).unwrap();
+            tally.run("checkpoint", || Checkpoint::load(&path, &mac));
+        }
+        // Damage under a valid MAC: every later check, through a whole resume.
+        let body = &good[..good.len() - 32];
+        let resume = Session { resume: true, stop_after: Some(1), ..Session::default() };
+        for _ in 0..rounds(40) {
+            std::fs::write(&path, sealed(&mutate(body, rng), &key)).unwrap();
+            tally.run("resume", || train(config.clone(), resume, &device, &mut |_| {}));
+        }
+        // The sampler's and the noise's positions edited under a valid MAC: never resumed.
+        let (header, _) = header_of(&good);
+        for _ in 0..rounds(20) {
+            let mut h = header.clone();
+            mutate_streams(&mut h, rng);
+            if h == header {
+                continue;
+            }
+            std::fs::write(&path, sealed(&with_header(&good, &h), &key)).unwrap();
+            tally.refused("sampler/noise state", || train(config.clone(), resume, &device, &mut |_| {}));
+        }
+        std::fs::write(&path, &good).unwrap();
+        train(config, resume, &device, &mut |_| {}).expect("the undamaged checkpoint resumes");
     }
-    // Damage under a valid digest: every later check, through a whole resume.
-    let body = &good[..good.len() - 32];
-    let resume = Session { resume: true, stop_after: Some(1), ..Session::default() };
-    for _ in 0..rounds(400) {
-        std::fs::write(&path, sealed(&mutate(body, rng))).unwrap();
-        tally.run("resume", || train(config.clone(), resume, &device, &mut |_| {}));
-    }
-    std::fs::write(&path, &good).unwrap();
-    train(config, resume, &device, &mut |_| {}).expect("the undamaged checkpoint resumes");
 }
 
 /// One fuzz target: draws its inputs from the generator and tallies what happened to each.
@@ -213,7 +310,7 @@ fn every_parser_and_the_checkpoint_loader_survive_mutated_input() {
         let started = std::time::Instant::now();
         target(&mut rng, &mut tally);
         report.push(format!(
-            "{name}: {} inputs, {} accepted, {} refused, {} panics, {:.1} s",
+            "{name}: {} inputs, {} accepted, {} refused, {} failures (panics, accepted forgeries), {:.1} s",
             tally.inputs,
             tally.accepted,
             tally.inputs - tally.accepted - tally.panics.len(),

@@ -14,7 +14,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use dp_accounting::LotSampling;
 use dp_data::image_dataset::{ImageDataset, Normalization as PixelNormalization};
-use dp_data::{LotSampler, Sampling};
+use dp_data::{ChaChaState, LotSampler, Sampling};
 use dp_engine::activation::Activation;
 use dp_engine::backend;
 use dp_engine::classifier::{CrossEntropyLots, ImageClassifier};
@@ -22,7 +22,7 @@ use dp_engine::clipping::Clipping;
 use dp_engine::grad_sample::batch::ClipSpec;
 use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::mechanism;
-use dp_engine::noise::GaussianNoise;
+use dp_engine::noise::{GaussianNoise, NOISE_STREAM};
 use dp_engine::optimizer::optimizer;
 use dp_engine::step::batching::Batching;
 use dp_engine::step::lot::{LotSource, lot_sum};
@@ -123,9 +123,10 @@ fn one_step(
     let mechanism = mechanism::for_config(&config).unwrap();
     let z = mechanism.is_private().then_some(z);
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, N, Some(1)).unwrap();
-    let state = StepState::fresh(sampler);
+    let state = StepState::fresh(sampler, ChaChaState::new(Some(1), NOISE_STREAM));
     let table = ParamTable::of(model).unwrap();
-    let mut step = step::for_run(mechanism.into(), &config, z, &table, Batching { size: 5, granule: 4 }, state, None);
+    let mut step =
+        step::for_run(mechanism.into(), &config, z, &table, Batching { size: 5, granule: 4 }, state, None).unwrap();
     let mut sgd = optimizer(OptimizerName::Sgd, 0.0, 0.0);
     let (after, _) = step.step(model.clone(), &mut sgd, 0.1, &CrossEntropyLots { data }, device).unwrap();
     (after, step)

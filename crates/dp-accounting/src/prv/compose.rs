@@ -41,7 +41,7 @@ pub fn compose(parts: &[(&DiscreteLoss, u64)], grid: Grid) -> Composed {
     // A sum of T node indices s maps to value (s - T n/2) h; the output index m must carry value
     // (m - n/2) h, so m = s - (T - 1) n/2 (mod n).
     let total: u64 = parts.iter().map(|(_, c)| c).sum();
-    let roll = if (total - 1) % 2 == 0 { 0 } else { n / 2 };
+    let roll = if (total - 1).is_multiple_of(2) { 0 } else { n / 2 };
     let scale = 1.0 / n as f64;
     let pmf = (0..n).map(|m| (conv[(m + roll) % n] * scale).max(0.0)).collect();
     let offset = parts.iter().map(|(p, c)| p.shift * *c as f64).sum();

@@ -19,6 +19,22 @@ use crate::train_config::{MechanismName, OptimizerName, TrainConfig};
 use burn::tensor::Tensor;
 use dp_accounting::PrivacyLedger;
 
+/// The noise multiplier a mechanism's ledger entries record, within a relative tolerance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExpectedMultiplier {
+    /// The multiplier.
+    pub z: f64,
+    /// How far (relative) an entry may be from it.
+    pub tolerance: f64,
+}
+
+impl ExpectedMultiplier {
+    /// True when a ledger entry's `z` is this one.
+    pub fn admits(&self, z: f64) -> bool {
+        (z - self.z).abs() <= self.tolerance * self.z
+    }
+}
+
 /// A way of privatising the summed gradient of a lot.
 pub trait Mechanism: Send + Sync {
     /// The name users type.
@@ -55,22 +71,16 @@ pub trait Mechanism: Send + Sync {
         given_or_calibrated(config, sample_rate, steps).map(Some)
     }
 
-    /// The noise multiplier every ledger entry of a run at `z` records (None where it varies
-    /// from step to step): what a resumed checkpoint's ledger is checked against.
-    fn ledger_multiplier(&self, z: f64) -> Option<f64> {
-        Some(z)
+    /// The noise multiplier every ledger entry of a run at `z` records: what a resumed
+    /// checkpoint's ledger is checked against.
+    fn ledger_multiplier(&self, z: f64) -> ExpectedMultiplier {
+        ExpectedMultiplier { z, tolerance: 0.0 }
     }
 
     /// How the noise of a step at noise multiplier `z` is spread over the parameters of `table`
-    /// (`released`: the allocation state a checkpoint kept).
-    fn allocation(
-        &self,
-        z: f64,
-        config: &TrainConfig,
-        table: &ParamTable,
-        released: Option<Vec<Tensor<1>>>,
-    ) -> NoiseAllocation {
-        let _ = (table, released);
+    /// (a checkpoint's state is restored into it with `NoiseAllocation::restore`).
+    fn allocation(&self, z: f64, config: &TrainConfig, table: &ParamTable) -> NoiseAllocation {
+        let _ = table;
         NoiseAllocation::Uniform { noise_multiplier: z, clip_norm: config.clip_norm }
     }
 

@@ -9,7 +9,6 @@ use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::train_config::{MechanismName, TrainConfig};
-use burn::tensor::Tensor;
 
 /// The sound optimized additive noise mechanism.
 pub struct Optimized;
@@ -33,18 +32,12 @@ impl Mechanism for Optimized {
         Ok(())
     }
 
-    fn allocation(
-        &self,
-        z: f64,
-        config: &TrainConfig,
-        table: &ParamTable,
-        released: Option<Vec<Tensor<1>>>,
-    ) -> NoiseAllocation {
+    fn allocation(&self, z: f64, config: &TrainConfig, table: &ParamTable) -> NoiseAllocation {
         let layers = table.layers().len();
         NoiseAllocation::Groups {
             noise_multiplier: z,
             bounds: vec![Clipping::PerLayer.layer_bound(config.clip_norm, layers); layers],
-            released,
+            released: None,
         }
     }
 

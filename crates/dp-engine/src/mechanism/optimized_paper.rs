@@ -5,16 +5,19 @@
 //! labelled none because w is computed from the private data and released into the noise
 //! without accounting (docs/ARCHITECTURE.md, "The optimized additive noise mechanism").
 
-use super::Mechanism;
+use super::{ExpectedMultiplier, Mechanism};
 use crate::allocation::NoiseAllocation;
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::privacy::{PrivacySpent, certified};
 use crate::train_config::{MechanismName, TrainConfig};
-use burn::tensor::Tensor;
 use dp_accounting::paper_bounds::xiang2019;
 use dp_accounting::{Guarantee, PrivacyLedger};
+
+/// How far (relative) min sigma / alpha may stray from z: f32 rounding in the solver's
+/// rescaling, a few ulps.
+const SOLVER_TOLERANCE: f64 = 1e-5;
 
 /// Seed 004's Algorithm 1, recomputing w every `every` lots.
 pub struct OptimizedPaper {
@@ -55,18 +58,13 @@ impl Mechanism for OptimizedPaper {
         Ok(Some(xiang2019::noise_multiplier_for_tau(tau).map_err(privacy)?))
     }
 
-    /// min sigma / alpha changes whenever w is recomputed.
-    fn ledger_multiplier(&self, _z: f64) -> Option<f64> {
-        None
+    /// min sigma / alpha: the solver's last step rescales sigma onto the constraint, so min sigma
+    /// is alpha z up to the f32 arithmetic of the device solver.
+    fn ledger_multiplier(&self, z: f64) -> ExpectedMultiplier {
+        ExpectedMultiplier { z, tolerance: SOLVER_TOLERANCE }
     }
 
-    fn allocation(
-        &self,
-        z: f64,
-        config: &TrainConfig,
-        _table: &ParamTable,
-        _released: Option<Vec<Tensor<1>>>,
-    ) -> NoiseAllocation {
+    fn allocation(&self, z: f64, config: &TrainConfig, _table: &ParamTable) -> NoiseAllocation {
         NoiseAllocation::Sphere { alpha: config.clip_norm, tau: 1.0 / (z * z), every: self.every, current: None }
     }
 

@@ -40,7 +40,7 @@ impl DpGroupNormConfig {
     /// channels, as burn-nn's does.
     pub fn init(&self, device: &Device) -> DpGroupNorm {
         assert!(
-            self.num_groups > 0 && self.num_channels % self.num_groups == 0,
+            self.num_groups > 0 && self.num_channels.is_multiple_of(self.num_groups),
             "{} groups do not divide {} channels",
             self.num_groups,
             self.num_channels

@@ -11,7 +11,7 @@ pub mod plain;
 pub mod private;
 
 use crate::canaries::WhiteBoxCanaries;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::grad_sample::batch::ClipSpec;
 use crate::grad_sample::params::ParamTable;
 use crate::mechanism::Mechanism;
@@ -31,18 +31,19 @@ use std::sync::Arc;
 pub struct StepState {
     /// The lot sampler (with its random stream).
     pub sampler: LotSampler,
-    /// The noise stream's position (None for the baseline).
+    /// The noise stream (None for the baseline).
     pub noise: Option<ChaChaState>,
     /// Every privatised step taken (empty for the baseline).
     pub ledger: PrivacyLedger,
-    /// The noise allocation's state: the optimized mechanism's average of released gradients.
-    pub released: Option<Vec<Tensor<1>>>,
+    /// The noise allocation's state (`NoiseAllocation::state`), once a step has been taken.
+    pub allocation: Option<Vec<Tensor<1>>>,
 }
 
 impl StepState {
-    /// The state of a run that has taken no step yet: `sampler`, no noise drawn, an empty ledger.
-    pub fn fresh(sampler: LotSampler) -> Self {
-        Self { sampler, noise: None, ledger: PrivacyLedger::new(), released: None }
+    /// The state of a run that has taken no step yet: `sampler`, the noise stream `noise` at its
+    /// start, an empty ledger.
+    pub fn fresh(sampler: LotSampler, noise: ChaChaState) -> Self {
+        Self { sampler, noise: Some(noise), ledger: PrivacyLedger::new(), allocation: None }
     }
 }
 
@@ -81,24 +82,29 @@ pub fn for_run<M: Module>(
     batching: Batching,
     state: StepState,
     canaries: Option<WhiteBoxCanaries>,
-) -> Box<dyn TrainStep<M>> {
-    let StepState { sampler, noise, ledger, released } = state;
+) -> Result<Box<dyn TrainStep<M>>> {
+    let StepState { sampler, noise, ledger, allocation: kept } = state;
     let Some(z) = z else {
-        return Box::new(plain::PlainStep::new(sampler, batching));
+        return Ok(Box::new(plain::PlainStep::new(sampler, batching)));
     };
-    Box::new(private::PrivateStep {
+    let noise = noise.ok_or_else(|| EngineError::Privacy("a private step needs its noise stream".into()))?;
+    let mut allocation = mechanism.allocation(z, config, table);
+    if let Some(state) = kept {
+        allocation.restore(state)?;
+    }
+    Ok(Box::new(private::PrivateStep {
         clip: ClipSpec {
             clip_norm: config.clip_norm,
             clipping: config.clipping(mechanism.as_ref()),
             layers: table.layers().len(),
         },
-        allocation: mechanism.allocation(z, config, table, released),
+        allocation,
         table: table.clone(),
         batching,
         sampler,
-        noise: noise.map_or_else(|| GaussianNoise::new(config.seed), GaussianNoise::from_state),
+        noise: GaussianNoise::from_state(noise),
         ledger,
         canaries,
         mechanism,
-    })
+    }))
 }

@@ -57,7 +57,7 @@ impl<M: Module> TrainStep<M> for PlainStep {
     }
 
     fn state(&self) -> StepState {
-        StepState::fresh(self.sampler.clone())
+        StepState { sampler: self.sampler.clone(), noise: None, ledger: PrivacyLedger::new(), allocation: None }
     }
 
     fn ledger(&self) -> &PrivacyLedger {

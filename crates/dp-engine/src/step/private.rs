@@ -145,7 +145,7 @@ impl<M: Module> TrainStep<M> for PrivateStep {
             sampler: self.sampler.clone(),
             noise: Some(self.noise.state().clone()),
             ledger: self.ledger.clone(),
-            released: self.allocation.released().map(<[Tensor<1>]>::to_vec),
+            allocation: self.allocation.state().map(<[Tensor<1>]>::to_vec),
         }
     }
 

@@ -17,10 +17,12 @@
 //! DP-SGD's sensitivity argument fails; GroupNorm is the DP-compatible replacement.
 
 mod conv_net;
+mod footprint;
 mod wide_resnet;
 mod zoo_model;
 
 pub use conv_net::ConvNet;
+pub use footprint::Footprint;
 pub use wide_resnet::{WideBlock, WideResNet};
 pub use zoo_model::ZooModel;
 
@@ -111,36 +113,46 @@ pub struct ModelSpec {
     pub normalization: Normalization,
 }
 
-/// The shape of the features between layers while a model is built.
+/// The shape of the features between layers while a model is planned.
 #[derive(Debug, Clone, Copy)]
 enum Shape {
     Image([usize; 3]),
     Flat(usize),
 }
 
-struct Builder<'a> {
-    net: ConvNet,
+/// One layer of a convolutions-then-dense-layers model, as planned.
+#[derive(Debug, Clone, Copy)]
+enum Layer {
+    Conv { channels: [usize; 2], kernel: usize, stride: usize, padding: usize },
+    Pool(MaxPool),
+    Dense { d_in: usize, d_out: usize },
+}
+
+/// A model planned layer by layer from shapes alone: nothing is allocated until
+/// [`Builder::build`], so its size is checked first.
+struct Builder {
+    layers: Vec<Layer>,
     shape: Shape,
-    device: &'a Device,
-    params: usize,
+    footprint: Footprint,
 }
 
 /// The most scalar parameters a zoo model may have (4 GiB of f32): larger sizes are refused
 /// from arithmetic before anything is allocated.
 const MAX_PARAMS: usize = 1 << 30;
 
-impl Builder<'_> {
+impl Builder {
     /// Counts a layer's `weights` and `biases`, refusing a model beyond [`MAX_PARAMS`].
     fn count(&mut self, fan_in: usize, outputs: usize) -> Result<()> {
         let layer = fan_in.checked_add(1).and_then(|k| k.checked_mul(outputs));
-        self.params = layer.and_then(|l| l.checked_add(self.params)).filter(|&p| p <= MAX_PARAMS).ok_or_else(|| {
+        let params = layer.and_then(|l| l.checked_add(self.footprint.params as usize)).filter(|&p| p <= MAX_PARAMS);
+        self.footprint.params = params.ok_or_else(|| {
             EngineError::invalid(
                 "model size",
                 format!(
                     "a layer of {fan_in} x {outputs} weights is beyond the {MAX_PARAMS} parameters a model may have"
                 ),
             )
-        })?;
+        })? as u128;
         Ok(())
     }
 
@@ -152,14 +164,11 @@ impl Builder<'_> {
             return Err(EngineError::Unsupported(format!("input {h}x{w} is smaller than a {kernel}x{kernel} kernel")));
         }
         self.count(c * kernel * kernel, out_channels)?;
-        let conv = DpConv2dConfig::new([c, out_channels], [kernel, kernel])
-            .with_stride([stride, stride])
-            .with_padding([padding, padding])
-            .init(self.device);
-        let [ho, wo] = conv.output_size([h, w]);
+        let out = |n: usize| (n + 2 * padding - kernel) / stride + 1;
+        let (ho, wo) = (out(h), out(w));
+        self.footprint.add_conv(c, out_channels, kernel, [ho, wo]);
         self.shape = Shape::Image([out_channels, ho, wo]);
-        self.net.convs.push(conv);
-        self.net.pools.push(None);
+        self.layers.push(Layer::Conv { channels: [c, out_channels], kernel, stride, padding });
         Ok(self)
     }
 
@@ -171,9 +180,8 @@ impl Builder<'_> {
             return Err(EngineError::Unsupported(format!("input {h}x{w} is too small to pool {kernel}x{kernel}")));
         }
         self.shape = Shape::Image([c, (h - kernel) / stride + 1, (w - kernel) / stride + 1]);
-        if let Some(last) = self.net.pools.last_mut() {
-            *last = Some(MaxPool { kernel, stride });
-        }
+        self.footprint.add_activations(self.width());
+        self.layers.push(Layer::Pool(MaxPool { kernel, stride }));
         Ok(self)
     }
 
@@ -188,21 +196,40 @@ impl Builder<'_> {
     fn dense(&mut self, out: usize) -> Result<&mut Self> {
         let d_in = self.width();
         self.count(d_in, out)?;
-        self.net.dense.push(DpLinearConfig::new(d_in, out).init(self.device));
+        self.footprint.add_activations(out);
+        self.layers.push(Layer::Dense { d_in, d_out: out });
         self.shape = Shape::Flat(out);
         Ok(self)
     }
+
+    /// The planned model on `device`.
+    fn build(&self, activation: Activation, device: &Device) -> ConvNet {
+        let mut net = ConvNet { convs: Vec::new(), dense: Vec::new(), pools: Vec::new(), activation };
+        for layer in &self.layers {
+            match *layer {
+                Layer::Conv { channels, kernel, stride, padding } => {
+                    let conv = DpConv2dConfig::new(channels, [kernel, kernel])
+                        .with_stride([stride, stride])
+                        .with_padding([padding, padding])
+                        .init(device);
+                    net.convs.push(conv);
+                    net.pools.push(None);
+                }
+                Layer::Pool(pool) => {
+                    if let Some(last) = net.pools.last_mut() {
+                        *last = Some(pool);
+                    }
+                }
+                Layer::Dense { d_in, d_out } => net.dense.push(DpLinearConfig::new(d_in, d_out).init(device)),
+            }
+        }
+        net
+    }
 }
 
-/// Builds `spec` for inputs of `input` shape ([C, H, W], or [1, 1, F] for tabular rows) and
-/// `classes` outputs, initialised from `rng`.
-pub fn build(
-    spec: ModelSpec,
-    input: [usize; 3],
-    classes: usize,
-    rng: &mut ChaCha20Rng,
-    device: &Device,
-) -> Result<ZooModel> {
+/// Refuses what no zoo model can be: BatchNorm, fewer than two classes, a hidden width for a
+/// model without one.
+fn check_spec(spec: ModelSpec, classes: usize) -> Result<()> {
     if spec.normalization == Normalization::Batch {
         return Err(EngineError::Unsupported(
             "BatchNorm has no DP implementation (it mixes the examples of a batch, so per-example \
@@ -220,16 +247,38 @@ pub fn build(
             format!("only the mlp model has a hidden width, not {}", spec.name.as_str()),
         ));
     }
+    Ok(())
+}
+
+/// What `spec` for inputs of `input` shape and `classes` outputs needs in memory, from its
+/// shapes alone (nothing is allocated).
+pub fn footprint(spec: ModelSpec, input: [usize; 3], classes: usize) -> Result<Footprint> {
+    check_spec(spec, classes)?;
+    match spec.name {
+        ModelName::Wrn16x4 => Ok(wide_resnet::footprint(input, classes)),
+        _ => Ok(conv_net(spec, input, classes)?.footprint),
+    }
+}
+
+/// Builds `spec` for inputs of `input` shape ([C, H, W], or [1, 1, F] for tabular rows) and
+/// `classes` outputs, initialised from `rng`.
+pub fn build(
+    spec: ModelSpec,
+    input: [usize; 3],
+    classes: usize,
+    rng: &mut ChaCha20Rng,
+    device: &Device,
+) -> Result<ZooModel> {
+    check_spec(spec, classes)?;
     Ok(match spec.name {
         ModelName::Wrn16x4 => ZooModel::Wide(seeded(WideResNet::new(input[0], classes, spec.activation, device), rng)),
-        _ => ZooModel::Conv(seeded(conv_net(spec, input, classes, device)?, rng)),
+        _ => ZooModel::Conv(seeded(conv_net(spec, input, classes)?.build(spec.activation, device), rng)),
     })
 }
 
-/// The convolutions-then-dense-layers architectures.
-fn conv_net(spec: ModelSpec, input: [usize; 3], classes: usize, device: &Device) -> Result<ConvNet> {
-    let net = ConvNet { convs: Vec::new(), dense: Vec::new(), pools: Vec::new(), activation: spec.activation };
-    let mut b = Builder { net, shape: Shape::Image(input), device, params: 0 };
+/// The plan of a convolutions-then-dense-layers architecture.
+fn conv_net(spec: ModelSpec, input: [usize; 3], classes: usize) -> Result<Builder> {
+    let mut b = Builder { layers: Vec::new(), shape: Shape::Image(input), footprint: Footprint::of_input(input) };
     match spec.name {
         ModelName::MnistCnn => {
             b.conv(16, 8, 2, 3)?.pool(2, 1)?.conv(32, 4, 2, 0)?.pool(2, 1)?.dense(32)?.dense(classes)?;
@@ -255,5 +304,5 @@ fn conv_net(spec: ModelSpec, input: [usize; 3], classes: usize, device: &Device)
         }
         ModelName::Wrn16x4 => return Err(EngineError::Unsupported("wrn-16-4 is a residual network".into())),
     }
-    Ok(b.net)
+    Ok(b)
 }

@@ -6,6 +6,7 @@
 //! standardisation's Jacobian: `grad_sample::affine`), a final GroupNorm, global average pooling
 //! and a dense head. A 1x1 standardised convolution carries the shortcut where the shape changes.
 
+use super::Footprint;
 use crate::activation::Activation;
 use crate::classifier::ImageClassifier;
 use crate::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
@@ -62,6 +63,45 @@ impl WideBlock {
         let h = activation.apply(self.norm2.forward(self.conv1.forward(o)));
         self.conv2.forward(h) + skip
     }
+}
+
+/// What WRN-16-4 needs for inputs of `input` shape and `classes` outputs (see [`Footprint`]):
+/// the same layers as [`WideResNet::new`], counted instead of built.
+pub fn footprint(input: [usize; 3], classes: usize) -> Footprint {
+    let [channels, h, w] = input;
+    let out = |n: usize, stride: usize| (n - 1) / stride + 1;
+    let mut f = Footprint::of_input(input);
+    let conv = |f: &mut Footprint, c_in: usize, c_out: usize, k: usize, plane: [usize; 2]| {
+        f.params += (c_in * c_out * k * k) as u128;
+        f.add_conv(c_in, c_out, k, plane);
+    };
+    // Each GroupNorm: gamma and beta, its output and the activation after it.
+    let norm = |f: &mut Footprint, c: usize, plane: [usize; 2]| {
+        f.params += 2 * c as u128;
+        f.add_activations(2 * c * plane[0] * plane[1]);
+    };
+    let mut plane = [h, w];
+    conv(&mut f, channels, STEM, 3, plane);
+    let mut c_in = STEM;
+    for (group, stride) in [1, 2, 2].into_iter().enumerate() {
+        let c_out = (STEM * WIDTH) << group;
+        for b in 0..BLOCKS {
+            let stride = if b == 0 { stride } else { 1 };
+            let next = [out(plane[0], stride), out(plane[1], stride)];
+            norm(&mut f, c_in, plane);
+            conv(&mut f, c_in, c_out, 3, next);
+            norm(&mut f, c_out, next);
+            conv(&mut f, c_out, c_out, 3, next);
+            if c_in != c_out || stride != 1 {
+                conv(&mut f, c_in, c_out, 1, next);
+            }
+            (plane, c_in) = (next, c_out);
+        }
+    }
+    norm(&mut f, c_in, plane);
+    f.params += ((c_in + 1) * classes) as u128;
+    f.add_activations(c_in + classes);
+    f
 }
 
 /// WRN-16-4 with GroupNorm and weight standardisation.

@@ -1,0 +1,139 @@
+//! A training run's folder, the boundary between what the run computed and what anyone with
+//! access to the disk can do:
+//!
+//! - `config.toml`: the run's settings (the seed left out), bound to each checkpoint by digest;
+//! - `checkpoint.bin`: model, optimiser, ledger and the key-free positions of the sampler and
+//!   noise streams, sealed by a MAC (`crate::checkpoint`);
+//! - `run.key`: the secrets (stream keys, MAC key, seed), owner-only, removed when the run
+//!   completes ([`keys`]);
+//! - `metrics.jsonl` and `report.json`: what the run printed;
+//! - `lock`: held by the one process running in the folder ([`lock`]).
+//!
+//! Every file is read without following links and refused unless regular and of a bounded
+//! size, and written atomically through an exclusively created temporary file ([`files`]).
+
+pub mod files;
+pub mod keys;
+pub mod lock;
+
+use crate::error::{EngineError, Result};
+use crate::train_config::TrainConfig;
+use files::{PUBLIC, append_line, folder_error, occupied, read_regular, remove_if_present, write_atomic};
+use keys::{KEY_FILE, RunKeys};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// The run's settings.
+pub const CONFIG_FILE: &str = "config.toml";
+/// Training metrics, one JSON object per line.
+pub const METRICS_FILE: &str = "metrics.jsonl";
+/// The final report.
+pub const REPORT_FILE: &str = "report.json";
+
+/// The files a run writes besides its lock: a folder holding any of them holds a run.
+const RUN_FILES: [&str; 5] = ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE];
+
+/// The largest config.toml read.
+const MAX_CONFIG: u64 = 1 << 20;
+/// The largest metrics.jsonl read (a long run logs a few megabytes).
+const MAX_METRICS: u64 = 256 << 20;
+/// The largest report.json read.
+const MAX_REPORT: u64 = 1 << 20;
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Prepares the folder of a fresh run (its lock held): refused when it holds another run's
+/// files, unless `overwrite` (then they are removed first); writes config.toml (the settings
+/// without the seed, with the noise multiplier `z` they resolve to in a comment) and the key
+/// file of `keys`, and returns config.toml's digest.
+pub fn start(run_dir: &Path, config: &TrainConfig, z: Option<f64>, overwrite: bool, keys: &RunKeys) -> Result<String> {
+    let present: Vec<&str> = RUN_FILES.into_iter().filter(|f| occupied(&run_dir.join(f))).collect();
+    if !present.is_empty() {
+        if !overwrite {
+            return Err(EngineError::invalid(
+                "out dir",
+                format!(
+                    "{} holds another run ({}): give --resume to continue it, --overwrite to replace it, or another --out-dir",
+                    run_dir.display(),
+                    present.join(", ")
+                ),
+            ));
+        }
+        for f in present {
+            remove_if_present(&run_dir.join(f))?;
+        }
+    }
+    let path = run_dir.join(CONFIG_FILE);
+    let public = TrainConfig { seed: None, ..config.clone() };
+    let settings = toml::to_string(&public).map_err(|e| folder_error(&path, e))?;
+    let z = z.map_or("none (no noise)".to_string(), |z| z.to_string());
+    let seeded = if config.seed.is_some() { " It is seeded; the seed is kept in run.key." } else { "" };
+    let toml = format!("# The settings of this run; its noise multiplier resolves to {z}.{seeded}\n{settings}");
+    write_atomic(&path, toml.as_bytes(), PUBLIC)?;
+    keys.save(run_dir)?;
+    Ok(sha256_hex(toml.as_bytes()))
+}
+
+/// The configuration of the run in `run_dir` (its config.toml, which holds no seed) and the
+/// file's digest.
+pub fn read_config(run_dir: &Path) -> Result<(TrainConfig, String)> {
+    let path = run_dir.join(CONFIG_FILE);
+    let bytes = read_regular(&path, MAX_CONFIG)?;
+    let config = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| toml::from_str(text).ok())
+        .ok_or_else(|| folder_error(&path, "not a run configuration"))?;
+    Ok((config, sha256_hex(&bytes)))
+}
+
+/// The keys of the run in `run_dir`; when they are gone because the run completed, says so.
+pub fn read_keys(run_dir: &Path) -> Result<RunKeys> {
+    RunKeys::load(run_dir).map_err(|e| {
+        let report = read_regular(&run_dir.join(REPORT_FILE), MAX_REPORT).ok();
+        let completed = report
+            .and_then(|r| serde_json::from_slice::<serde_json::Value>(&r).ok())
+            .is_some_and(|r| r["completed"] == true && !occupied(&keys::key_path(run_dir)));
+        if completed {
+            folder_error(
+                run_dir,
+                "the run is complete (its key file was removed at the end): nothing is left to resume; start a new run with --overwrite or another --out-dir",
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// Drops the lines of `path` logged after `step`: a run killed after logging steps its last
+/// checkpoint does not hold takes them again on resume, and would log them twice.
+pub fn keep_metrics_until(path: &Path, step: u64) -> Result<()> {
+    if !occupied(path) {
+        return Ok(());
+    }
+    let bytes = read_regular(path, MAX_METRICS)?;
+    let kept: String = String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter(|line| {
+            let logged = serde_json::from_str::<serde_json::Value>(line).ok().and_then(|v| v["step"].as_u64());
+            logged.is_some_and(|s| s <= step)
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    write_atomic(path, kept.as_bytes(), PUBLIC)
+}
+
+/// Appends `value` as one JSON line to `path`.
+pub fn log(path: &Path, value: &impl Serialize) -> Result<()> {
+    append_line(path, &serde_json::to_string(value).map_err(|e| folder_error(path, e))?)
+}
+
+/// Writes the run's report.json.
+pub fn write_report(run_dir: &Path, report: &impl Serialize) -> Result<()> {
+    let path = run_dir.join(REPORT_FILE);
+    let json = serde_json::to_vec_pretty(report).map_err(|e| folder_error(&path, e))?;
+    write_atomic(&path, &json, PUBLIC)
+}
