@@ -1,13 +1,15 @@
 //! The kernels on Burn tensors: a tensor on a CubeCL device (wgpu) runs the device kernel; a tensor
-//! on the ndarray CPU backend runs the CPU reference on the same random words, so both backends
+//! on a CPU backend (flex, or the ndarray reference) runs the CPU reference on the same random words, so both backends
 //! draw the same noise for the same key. Autodiff tensors are refused: noise and smoothing act on
 //! released gradients, never inside a graph.
 
 use crate::chacha::{self, StreamPosition};
 use crate::gaussian;
+use crate::im2col::Patches;
 use crate::sigma_solver::{self, Block, SolverSchedule};
 use crate::smoothing::LaplacianSmoothing;
-use crate::{cube_noise, cube_smoothing, cube_solver};
+use crate::{cube_im2col, cube_noise, cube_smoothing, cube_solver};
+use burn::backend::Flex;
 #[allow(deprecated)]
 use burn::backend::NdArray;
 use burn::tensor::{Device, Int, Tensor, TensorData};
@@ -27,10 +29,10 @@ fn place<const D: usize>(t: Tensor<D>) -> Result<Placement<D>, String> {
     if let Ok(cube) = t.clone().try_into_primitive::<CubeBackend>() {
         return Ok(Placement::Cube(cube));
     }
-    if t.clone().try_into_primitive::<NdArray>().is_ok() {
+    if t.clone().try_into_primitive::<Flex>().is_ok() || t.clone().try_into_primitive::<NdArray>().is_ok() {
         return Ok(Placement::Host(t));
     }
-    Err("the DP kernels take tensors on wgpu or ndarray, outside autodiff".into())
+    Err("the DP kernels take tensors on wgpu, flex or ndarray, outside autodiff".into())
 }
 
 /// The values of a host tensor.
@@ -83,6 +85,22 @@ pub fn noisy_scale<const D: usize>(
                 .map(|(i, (&x, &z))| (x + sigma[if sigma.len() == 1 { 0 } else { i }] * z) * scale)
                 .collect::<Vec<f32>>();
             Ok(Tensor::from_data(TensorData::new(values, shape), &device))
+        }
+    }
+}
+
+/// The patches of `x` [B, C, H, W] for a convolution of geometry `p`, [B, C*kh*kw, H'*W'] (see
+/// [`crate::im2col`]), on x's device. x must not be an autodiff tensor (take its `inner()`).
+pub fn im2col(x: Tensor<4>, p: &Patches) -> Result<Tensor<3>, String> {
+    let [b, c, h, w] = x.dims();
+    let device = x.device();
+    match place(x)? {
+        Placement::Cube(t) => Ok(Tensor::from_primitive::<CubeBackend>(cube_im2col::im2col(t, p))),
+        Placement::Host(t) => {
+            let [ho, wo] = p.output_size([h, w]);
+            let [kh, kw] = p.kernel;
+            let cols = crate::im2col::im2col(&host_values(&t), [b, c, h, w], p);
+            Ok(Tensor::from_data(TensorData::new(cols, [b, c * kh * kw, ho * wo]), &device))
         }
     }
 }

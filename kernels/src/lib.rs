@@ -7,18 +7,22 @@
 //! - Laplacian smoothing A_s^{-1} (DP-LSSGD) as an exact circulant convolution with closed-form
 //!   taps and a proven truncation bound, against an FFT reference;
 //! - the sigma solver of the optimized additive noise mechanism (seed 004, Eq. 11) under L2
-//!   clipping, all its iterations in one cube, against the f64 reference.
+//!   clipping, all its iterations in one cube, against the f64 reference;
+//! - im2col, the patches a DP convolution's per-example gradients are made of, in one pass.
 
 pub mod chacha;
+mod cube_im2col;
 mod cube_noise;
 mod cube_smoothing;
 mod cube_solver;
 pub mod device_ops;
 pub mod gaussian;
+pub mod im2col;
 pub mod sigma_solver;
 pub mod smoothing;
 pub mod wgpu_probe;
 
 pub use chacha::StreamPosition;
-pub use device_ops::{NoiseScale, noisy_scale, random_words, smooth, sphere_sigma};
+pub use device_ops::{NoiseScale, im2col, noisy_scale, random_words, smooth, sphere_sigma};
+pub use im2col::Patches;
 pub use smoothing::LaplacianSmoothing;

@@ -61,6 +61,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 20)]
     iterations: usize,
 
+    /// Comma-separated mechanisms to time [default: none,gaussian,optimized,optimized-paper,ls-sgd].
+    #[arg(long, value_name = "LIST")]
+    mechanisms: Option<String>,
+
     /// Print one JSON object on stdout.
     #[arg(long)]
     json: bool,
@@ -108,6 +112,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
             batch_size: args.batch_size.unwrap_or(args.lot_size),
         }]
     };
+    let mechanisms: Vec<MechanismName> = match &args.mechanisms {
+        Some(list) => list
+            .split(',')
+            .map(|m| parse::<MechanismName>(m.trim()))
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)?,
+        None => BENCHED.to_vec(),
+    };
     let configs: Vec<BenchConfig> = workloads
         .iter()
         .map(|w| BenchConfig {
@@ -123,13 +135,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
             batch_size: w.batch_size,
             warmup: args.warmup,
             iterations: args.iterations,
+            mechanisms: mechanisms.clone(),
         })
         .collect();
     // Every workload is checked before the first is timed (and before a progress line).
     for config in &configs {
         config.check()?;
     }
-    let per_workload = (BENCHED.len() * (args.warmup + args.iterations)) as u64;
+    let per_workload = (mechanisms.len() * (args.warmup + args.iterations)) as u64;
     let bar = Progress::new(Some(per_workload * workloads.len() as u64), "lots");
     let device_name = format!("{} ({})", device.backend, device.name);
     let mut rows = Vec::new();
@@ -162,7 +175,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         return Ok(());
     }
     println!("device {device_name}; median ms per lot of {} timed lots after {} warm-up", args.iterations, args.warmup);
-    let header: Vec<String> = BENCHED.iter().map(|m| format!("{:>16}", name(*m))).collect();
+    let header: Vec<String> = mechanisms.iter().map(|m| format!("{:>16}", name(*m))).collect();
     println!(
         "{:<12} {:>6} {:>6} {}   {:>9} {:>9} {:>9} {:>9}",
         "workload",
@@ -177,16 +190,19 @@ pub fn run(args: BenchArgs) -> Result<()> {
     for (w, r) in &rows {
         let cells: Vec<String> = r.ms_per_lot.iter().map(|(_, t)| format!("{t:>16.2}")).collect();
         let g = r.ms(MechanismName::Gaussian);
+        // A ratio of a mechanism that was not timed is shown as "-".
+        let ratio =
+            |t: f64, width: usize| if t.is_nan() { format!("{:>width$}", "-") } else { format!("{t:>width$.3}") };
         println!(
-            "{:<12} {:>6} {:>6}{}   {:>10.3} {:>9.3} {:>11.3} {:>9.3}",
+            "{:<12} {:>6} {:>6}{}   {} {} {} {}",
             w.name,
             w.lot_size,
             w.batch_size,
             cells.join(""),
-            g / r.ms(MechanismName::None),
-            r.ms(MechanismName::Optimized) / g,
-            r.ms(MechanismName::OptimizedPaper) / g,
-            r.ms(MechanismName::LsSgd) / g
+            ratio(g / r.ms(MechanismName::None), 10),
+            ratio(r.ms(MechanismName::Optimized) / g, 9),
+            ratio(r.ms(MechanismName::OptimizedPaper) / g, 11),
+            ratio(r.ms(MechanismName::LsSgd) / g, 9)
         );
     }
     println!(

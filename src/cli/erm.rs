@@ -52,7 +52,7 @@ pub struct ErmArgs {
 
     /// Where the training loops of input, dbdp and gradient sum their gradients: host (f64, one
     /// example at a time: exact, and the fastest for tables of a few thousand rows), cpu (Burn's
-    /// ndarray backend, f32, one batched pass per step), wgpu (Burn's wgpu backend, f32: a GPU, or
+    /// flex backend, f32, one batched pass per step), wgpu (Burn's wgpu backend, f32: a GPU, or
     /// Mesa's lavapipe where there is none), or auto (wgpu on a real GPU, else host).
     #[arg(long, default_value = "host", value_parser = ["host", "cpu", "wgpu", "auto"])]
     device: String,

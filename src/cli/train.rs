@@ -97,7 +97,8 @@ pub struct TrainArgs {
     #[arg(long, value_parser = parse::<Normalization>)]
     normalization: Option<Normalization>,
 
-    /// Device: auto (a real GPU through wgpu if present, else cpu), cpu (ndarray) or wgpu.
+    /// Device: auto (a real GPU through wgpu if present, else cpu), cpu (Burn's flex backend),
+    /// ndarray (Burn's deprecated ndarray backend, the tests' reference) or wgpu.
     #[arg(long, value_parser = parse::<DeviceChoice>)]
     device: Option<DeviceChoice>,
 

@@ -1,4 +1,5 @@
-//! Choosing the device at run time: the ndarray CPU backend, or wgpu (a real GPU, or Mesa's
+//! Choosing the device at run time: Burn's flex CPU backend (`cpu`), the deprecated ndarray
+//! backend kept as the oracle tests' reference (`ndarray`), or wgpu (a real GPU, or Mesa's
 //! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path).
 
 use crate::error::{EngineError, Result};
@@ -11,8 +12,10 @@ use serde::{Deserialize, Serialize};
 pub enum DeviceChoice {
     /// wgpu when a real GPU adapter exists, else the CPU.
     Auto,
-    /// The ndarray CPU backend.
+    /// The CPU through Burn's flex backend (im2col + the `gemm` crate, SIMD, rayon).
     Cpu,
+    /// The CPU through Burn's ndarray backend (deprecated by Burn; the oracle tests' reference).
+    Ndarray,
     /// wgpu on its default adapter (a GPU, or lavapipe).
     Wgpu,
 }
@@ -22,7 +25,7 @@ pub enum DeviceChoice {
 pub struct SelectedDevice {
     /// The Burn device (without autodiff).
     pub device: Device,
-    /// "cpu" or "wgpu".
+    /// "cpu", "ndarray" or "wgpu".
     pub backend: &'static str,
     /// The adapter's name.
     pub name: String,
@@ -37,14 +40,30 @@ fn open_wgpu() -> Result<SelectedDevice> {
     Ok(SelectedDevice { device, backend: "wgpu", name, hardware })
 }
 
-/// The CPU device: the ndarray backend, as the design asks (Burn 0.22 deprecates it in favour of
-/// its new `flex` backend; switching is one line here once flex is proven on our kernels).
-#[allow(deprecated)]
+/// The number of threads a CPU backend runs on.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The CPU device: Burn's flex backend, the fastest maintained CPU backend of Burn 0.22
+/// (docs/BENCHMARKS.md).
 pub fn cpu() -> SelectedDevice {
     SelectedDevice {
-        device: Device::ndarray(),
+        device: Device::flex(),
         backend: "cpu",
-        name: format!("ndarray on {} threads", std::thread::available_parallelism().map_or(1, |n| n.get())),
+        name: format!("flex on {} threads", threads()),
+        hardware: false,
+    }
+}
+
+/// Burn's ndarray backend, deprecated in Burn 0.22 and kept as the reference the oracle tests
+/// run on.
+#[allow(deprecated)]
+pub fn ndarray() -> SelectedDevice {
+    SelectedDevice {
+        device: Device::ndarray(),
+        backend: "ndarray",
+        name: format!("ndarray on {} threads", threads()),
         hardware: false,
     }
 }
@@ -54,6 +73,7 @@ impl DeviceChoice {
     pub fn open(self) -> Result<SelectedDevice> {
         match self {
             DeviceChoice::Cpu => Ok(cpu()),
+            DeviceChoice::Ndarray => Ok(ndarray()),
             DeviceChoice::Wgpu => open_wgpu(),
             DeviceChoice::Auto => Ok(open_wgpu().ok().filter(|d| d.hardware).unwrap_or_else(cpu)),
         }

@@ -59,6 +59,8 @@ pub struct BenchConfig {
     pub warmup: usize,
     /// Timed lots per mechanism.
     pub iterations: usize,
+    /// The mechanisms timed, in order (by default [`BENCHED`]).
+    pub mechanisms: Vec<MechanismName>,
 }
 
 impl BenchConfig {
@@ -66,6 +68,9 @@ impl BenchConfig {
     /// beyond the memory budget (from arithmetic, before anything is allocated).
     pub fn check(&self) -> Result<()> {
         check_lots(self.warmup, self.iterations)?;
+        if self.mechanisms.is_empty() {
+            return Err(EngineError::invalid("bench", "no mechanism to time"));
+        }
         if self.lot_size == 0 || self.batch_size == 0 {
             return Err(EngineError::invalid("bench", "lot size and batch size must be at least 1"));
         }
@@ -94,10 +99,10 @@ pub const BENCHED: [MechanismName; 5] = [
     MechanismName::LsSgd,
 ];
 
-/// Median milliseconds per lot of each of [`BENCHED`].
+/// Median milliseconds per lot of each mechanism timed.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchResult {
-    /// (mechanism, median ms per lot), in the order of [`BENCHED`].
+    /// (mechanism, median ms per lot), in the order they were asked for.
     pub ms_per_lot: Vec<(MechanismName, f64)>,
 }
 
@@ -147,7 +152,8 @@ fn contender(
     })
 }
 
-/// Times every mechanism of [`BENCHED`]; `progress` is told after every timed or warm-up lot.
+/// Times every mechanism of the configuration; `progress` is told after every timed or warm-up
+/// lot.
 pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn FnMut()) -> Result<BenchResult> {
     config.check()?;
     let dev = &device.device;
@@ -172,9 +178,12 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     let batching = Batching::for_backend(config.batch_size, device.backend);
     let model = build(config.model, config.input, config.classes, &mut rng, dev)?.train();
     let table = ParamTable::of(&model)?;
-    let mut contenders =
-        BENCHED.iter().map(|&m| contender(m, config, &model, &table, batching)).collect::<Result<Vec<_>>>()?;
-    let k = BENCHED.len();
+    let mut contenders = config
+        .mechanisms
+        .iter()
+        .map(|&m| contender(m, config, &model, &table, batching))
+        .collect::<Result<Vec<_>>>()?;
+    let k = config.mechanisms.len();
     let mut times = vec![Vec::new(); k];
     for round in 0..config.warmup + config.iterations {
         // Rotate which mechanism goes first so that none always follows the same one.
@@ -191,5 +200,5 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             progress();
         }
     }
-    Ok(BenchResult { ms_per_lot: BENCHED.iter().copied().zip(times.into_iter().map(median)).collect() })
+    Ok(BenchResult { ms_per_lot: config.mechanisms.iter().copied().zip(times.into_iter().map(median)).collect() })
 }

@@ -67,7 +67,8 @@ impl EveryLayer {
 }
 
 /// A residual block of weight-standardised convolutions with GroupNorm after each (WRN-16-4's
-/// block, De et al. 2022), global average pooling, a head.
+/// block, De et al. 2022; their norms materialised), a strided standardised convolution with a
+/// bias (its norms by the standardised ghost norm), global average pooling, a head.
 #[derive(Module, Debug)]
 struct Residual {
     stem: DpConv2d,
@@ -75,6 +76,7 @@ struct Residual {
     gn1: DpGroupNorm,
     conv2: DpConv2d,
     gn2: DpGroupNorm,
+    down: DpConv2d,
     head: DpLinear,
 }
 
@@ -87,6 +89,7 @@ impl Residual {
             gn1: DpGroupNormConfig::new(2, 4).init(device),
             conv2: conv(4).with_bias(false).with_standardize(true).init(device),
             gn2: DpGroupNormConfig::new(2, 4).init(device),
+            down: conv(4).with_stride([2, 2]).with_standardize(true).init(device),
             head: DpLinearConfig::new(4, CLASSES).init(device),
         }
     }
@@ -95,6 +98,7 @@ impl Residual {
         let h = relu(self.stem.forward(x));
         let r = relu(self.gn1.forward(self.conv1.forward(h.clone())));
         let h = relu(h + self.gn2.forward(self.conv2.forward(r)));
+        let h = relu(self.down.forward(h));
         let [b, c, _, _] = h.dims();
         self.head.forward(h.mean_dim(3).mean_dim(2).reshape([b, c]))
     }
@@ -223,6 +227,9 @@ fn check_all(device: &Device) {
     let y = labels(&mut rng, b);
     check(&every, b, &y, |m, r| m.forward(x.clone().narrow(0, r.start, r.len())));
 
+    // The residual block's convolutions: P = 6 x 6, N = 4, K = 4 x 3 x 3; the strided one: P = 3 x 3.
+    assert_eq!(NormMethod::cheapest(36, 4, 36), NormMethod::Materialize);
+    assert_eq!(NormMethod::cheapest(9, 4, 36), NormMethod::Ghost);
     let residual = Residual::new(device);
     let x = images(&mut rng, b, [1, 6, 6], device);
     let y = labels(&mut rng, b);
@@ -238,6 +245,12 @@ fn check_all(device: &Device) {
 
 #[test]
 fn ndarray_dp_layers_match_the_naive_loop() {
+    check_all(&backend::ndarray().device);
+}
+
+/// flex is what `--device cpu` runs.
+#[test]
+fn flex_dp_layers_match_the_naive_loop() {
     check_all(&backend::cpu().device);
 }
 

@@ -167,16 +167,26 @@ fn check_steps(device: &Device) {
     }
 }
 
+/// Every zoo model on `device`, and the steps.
+fn check_zoo(device: &Device) {
+    check_lot_sum(ModelName::MnistCnn, [1, 16, 16], device);
+    check_lot_sum(ModelName::XiangMnist, [2, 8, 8], device);
+    check_lot_sum(ModelName::Cifar10Cnn, [3, 8, 8], device);
+    check_lot_sum(ModelName::Logreg, [1, 4, 5], device);
+    check_lot_sum(ModelName::Mlp, [1, 3, 3], device);
+    check_lot_sum(ModelName::Wrn16x4, [1, 4, 4], device);
+    check_steps(device);
+}
+
 #[test]
 fn ndarray_zoo_and_steps_match_the_naive_loop() {
-    let device = backend::cpu().device;
-    check_lot_sum(ModelName::MnistCnn, [1, 16, 16], &device);
-    check_lot_sum(ModelName::XiangMnist, [2, 8, 8], &device);
-    check_lot_sum(ModelName::Cifar10Cnn, [3, 8, 8], &device);
-    check_lot_sum(ModelName::Logreg, [1, 4, 5], &device);
-    check_lot_sum(ModelName::Mlp, [1, 3, 3], &device);
-    check_lot_sum(ModelName::Wrn16x4, [1, 4, 4], &device);
-    check_steps(&device);
+    check_zoo(&backend::ndarray().device);
+}
+
+/// flex is what `--device cpu` runs.
+#[test]
+fn flex_zoo_and_steps_match_the_naive_loop() {
+    check_zoo(&backend::cpu().device);
 }
 
 /// Lavapipe compiles a shader per shape and is slow: one model and the steps.

@@ -15,12 +15,24 @@
 //! W^ = (W - mean) / s per output row (s = sqrt(var + eps), over the row's K inputs), so its
 //! parameter's gradient is J^T g with J^T g = (g - mean(g) - W^ mean(g ∘ W^)) / s per row, exact
 //! with the eps. J^T is linear and the same for every example, so the sum still takes one GEMM
-//! (J^T applied once, after it); the norms need each example's J^T g, so such a layer
-//! materialises its per-example gradients.
+//! (J^T applied once, after it). Per row, J^T x = P x / s with P = I - u u^T - v v^T,
+//! u = 1 / sqrt(K) and v = w^ / sqrt(K) orthogonal (w^ has mean 0), ||v||^2 = c = ||w^||^2 / K
+//! (1 up to the eps), so ||J^T x||^2 = ||x'||^2 - (1.x')^2 / K - (2 - c) (w^.x')^2 / K with
+//! x' = x / s. For x = G_b A_b^T: ||x'||^2 summed over rows is the ghost norm of G_b / s, 1.x'
+//! contracts G_b / s with the column sums of A_b, and w^.x' with W^ A_b (the layer's output
+//! before its bias): the ghost norm stays available, with O(B N P) more work. The subtraction
+//! can cancel, so the result is raised by [`CANCELLATION_MARGIN`] of ||x'||^2: a norm is never
+//! under-estimated by f32 rounding (which would under-clip), at the price of clipping a
+//! gradient whose norm cancels almost entirely a little harder.
 
 use super::{ParamGrad, PerExampleGrads, scale_examples, sum_per_example};
 use burn::module::ParamId;
 use burn::tensor::Tensor;
+
+/// The fraction of the uncorrected ghost norm added to a standardised layer's squared norm: far
+/// above the f32 rounding of the subtraction (about 1e-6 relative), far below what changes a
+/// clip factor that matters.
+pub const CANCELLATION_MARGIN: f32 = 1e-5;
 
 /// How the weight is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,8 +80,38 @@ pub struct AffineGrads {
     /// The materialised per-example weight gradients [B, N, K] (before any standardisation
     /// Jacobian), once computed.
     materialized: Option<Tensor<3>>,
-    /// A weight-standardised layer's W^ [N, K] and 1 / s [N, 1].
-    standardization: Option<(Tensor<2>, Tensor<2>)>,
+    /// A weight-standardised layer's standardisation.
+    standardization: Option<Standardization>,
+}
+
+/// What the norms of a weight-standardised layer need besides its inputs and output gradient.
+struct Standardization {
+    /// W^ [N, K].
+    w_hat: Tensor<2>,
+    /// 1 / s [N, 1].
+    inv_std: Tensor<2>,
+    /// W^ A_b [B, N, P]: the layer's output before its bias.
+    projection: Tensor<3>,
+}
+
+/// ||G_b A_b^T||^2 per example from the two [P, P] Gram matrices.
+fn ghost(grad: &Tensor<3>, input: &Tensor<3>) -> Tensor<1> {
+    let gram_g = grad.clone().swap_dims(1, 2).matmul(grad.clone());
+    let gram_a = input.clone().swap_dims(1, 2).matmul(input.clone());
+    sum_per_example(gram_g * gram_a)
+}
+
+/// ||J^T G_b A_b^T||^2 per example of a standardised layer, without materialising (module doc).
+fn standardized_ghost(grad: &Tensor<3>, input: &Tensor<3>, st: &Standardization) -> Tensor<1> {
+    let [b, n, _] = grad.dims();
+    let k = input.dims()[1] as f64;
+    let g = grad.clone() * st.inv_std.clone().reshape([1, n, 1]);
+    let full = ghost(&g, input);
+    let ones = (g.clone() * input.clone().sum_dim(1)).sum_dim(2).reshape([b, n]);
+    let along = (g * st.projection.clone()).sum_dim(2).reshape([b, n]);
+    let c = st.w_hat.clone().square().sum_dim(1).reshape([1, n]).div_scalar(k);
+    let removed = (ones.square() + along.square() * c.neg().add_scalar(2.0)).div_scalar(k);
+    (full.clone() - sum_per_example(removed)).clamp_min(0.0) + full.mul_scalar(CANCELLATION_MARGIN)
 }
 
 /// J^T g for gradients g [..., N, K] with respect to W^ = standardise(W): the gradient with
@@ -103,9 +145,11 @@ impl AffineGrads {
     }
 
     /// The same layer computing with the standardised weight `w_hat` [N, K] (rows divided by
-    /// their std: `inv_std` [N, 1] is 1 / s); its norms are taken on materialised gradients.
-    pub fn standardized(self, w_hat: Tensor<2>, inv_std: Tensor<2>) -> Self {
-        Self { method: NormMethod::Materialize, standardization: Some((w_hat, inv_std)), ..self }
+    /// their std: `inv_std` [N, 1] is 1 / s), whose output before the bias is `projection`
+    /// [B, N, P]; a single position (rank one) is taken as a materialised gradient.
+    pub fn standardized(self, w_hat: Tensor<2>, inv_std: Tensor<2>, projection: Tensor<3>) -> Self {
+        let method = if self.method == NormMethod::RankOne { NormMethod::Materialize } else { self.method };
+        Self { method, standardization: Some(Standardization { w_hat, inv_std, projection }), ..self }
     }
 
     /// A [B, K] and G [B, N] of a rank-one layer.
@@ -123,15 +167,14 @@ impl PerExampleGrads for AffineGrads {
                 let (a, g) = self.rows();
                 sum_per_example(a.square()) * sum_per_example(g.square())
             }
-            NormMethod::Ghost => {
-                let gram_g = self.grad.clone().swap_dims(1, 2).matmul(self.grad.clone());
-                let gram_a = self.input.clone().swap_dims(1, 2).matmul(self.input.clone());
-                sum_per_example(gram_g * gram_a)
-            }
+            NormMethod::Ghost => match &self.standardization {
+                Some(st) => standardized_ghost(&self.grad, &self.input, st),
+                None => ghost(&self.grad, &self.input),
+            },
             NormMethod::Materialize => {
                 let per_example = self.grad.clone().matmul(self.input.clone().swap_dims(1, 2));
                 let of_weight = match &self.standardization {
-                    Some((w_hat, inv_std)) => standardization_jacobian(per_example.clone(), w_hat, inv_std),
+                    Some(st) => standardization_jacobian(per_example.clone(), &st.w_hat, &st.inv_std),
                     None => per_example.clone(),
                 };
                 self.materialized = Some(per_example);
@@ -174,10 +217,10 @@ impl PerExampleGrads for AffineGrads {
             }
         };
         let weight = match &self.standardization {
-            Some((w_hat, inv_std)) if self.layout == WeightLayout::OutputMajor => {
-                standardization_jacobian(weight, w_hat, inv_std)
+            Some(st) if self.layout == WeightLayout::OutputMajor => {
+                standardization_jacobian(weight, &st.w_hat, &st.inv_std)
             }
-            Some((w_hat, inv_std)) => standardization_jacobian(weight.transpose(), w_hat, inv_std).transpose(),
+            Some(st) => standardization_jacobian(weight.transpose(), &st.w_hat, &st.inv_std).transpose(),
             None => weight,
         };
         let mut grads = vec![ParamGrad { id: self.weight, value: weight.reshape([n * k]) }];

@@ -1,15 +1,17 @@
 //! The DP 2-D convolution (stride, symmetric zero padding, dilation, no groups), weight
-//! [C_out, C_in, kh, kw] as in burn-nn. The forward pass is one GEMM over the unfolded input
-//! patches (im2col by strided slices, which autodiff differentiates cheaply: burn-ndarray's own
-//! convolution backward is an order of magnitude slower); the patches are what the per-example
-//! gradients need (`grad_sample::affine`: ghost norm or materialised, whichever is cheaper).
+//! [C_out, C_in, kh, kw] as in burn-nn. The forward pass is the backend's convolution (or one
+//! GEMM over the patches where the input carries no gradient); while a DP step records, the
+//! unfolded input patches (the im2col kernel, outside autodiff) are kept for the per-example
+//! gradients (`grad_sample::affine`: ghost norm or materialised, whichever is cheaper).
 
 use crate::grad_sample::affine::{AffineGrads, WeightLayout};
 use crate::grad_sample::tape::{Finish, observe};
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
-use burn::tensor::ops::PadMode;
-use burn::tensor::{Device, Slice, Tensor};
+use burn::tensor::module::conv2d;
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{Device, Tensor};
+use dp_kernels::{Patches, im2col};
 
 /// Configuration of a [`DpConv2d`].
 #[derive(Config, Debug)]
@@ -79,42 +81,25 @@ impl DpConv2dConfig {
 }
 
 impl DpConv2d {
+    /// The geometry of this convolution's patches for a `kernel`.
+    fn patches(&self, kernel: [usize; 2]) -> Patches {
+        Patches { kernel, stride: self.stride, padding: self.padding, dilation: self.dilation }
+    }
+
     /// Output height and width for an input of `size` [H, W].
     pub fn output_size(&self, size: [usize; 2]) -> [usize; 2] {
         let [_, _, kh, kw] = self.weight.lazy_shape().dims();
-        let out = |n: usize, k: usize, i: usize| {
-            (n + 2 * self.padding[i]).saturating_sub(self.dilation[i] * (k - 1) + 1) / self.stride[i] + 1
-        };
-        [out(size[0], kh, 0), out(size[1], kw, 1)]
+        self.patches([kh, kw]).output_size(size)
     }
 
-    /// Unfolds x [B, C, H, W] into patches [B, C*kh*kw, P] in the weight's order.
-    fn im2col(&self, x: Tensor<4>, kernel: [usize; 2]) -> Tensor<3> {
-        let [b, c, h, w] = x.dims();
-        let [ho, wo] = self.output_size([h, w]);
-        let [ph, pw] = self.padding;
-        let x = if ph + pw > 0 { x.pad([(0, 0), (0, 0), (ph, ph), (pw, pw)], PadMode::Constant(0.0)) } else { x };
-        let window = |start: usize, n: usize, i: usize| {
-            let s = self.stride[i];
-            Slice::new(start as isize, Some((start + s * (n - 1) + 1) as isize), s as isize)
-        };
-        let [kh, kw] = kernel;
-        let shifted: Vec<Tensor<4>> = (0..kh * kw)
-            .map(|i| {
-                let (r, col) = ((i / kw) * self.dilation[0], (i % kw) * self.dilation[1]);
-                x.clone().slice([Slice::full(), Slice::full(), window(r, ho, 0), window(col, wo, 1)])
-            })
-            .collect();
-        Tensor::stack::<5>(shifted, 2).reshape([b, c * kh * kw, ho * wo])
-    }
-
-    /// The convolution of x [B, C_in, H, W], [B, C_out, H', W'].
+    /// The convolution of x [B, C_in, H, W], [B, C_out, H', W']. When x carries no gradient (the
+    /// first layer), one GEMM over its patches, which the tape keeps; otherwise the backend's
+    /// convolution (flex's tiled im2col + GEMM on the CPU, autotuned kernels on wgpu), with the
+    /// patches computed outside autodiff only while a DP step records. The patches come from the
+    /// im2col kernel (`dp_kernels::im2col`).
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let [c_out, c_in, kh, kw] = self.weight.lazy_shape().dims();
-        let [b, _, h, w] = x.dims();
-        let [ho, wo] = self.output_size([h, w]);
         let k = c_in * kh * kw;
-        let cols = self.im2col(x, [kh, kw]);
         let flat = self.weight.val().reshape([c_out, k]);
         // Standardised: W^ = (W - mean) / s per output row, and 1 / s for the tape.
         let (used, standardization) = if self.standardize {
@@ -125,25 +110,39 @@ impl DpConv2d {
         } else {
             (flat, None)
         };
-        let z = used.reshape([1, c_out, k]).expand([b, c_out, k]).matmul(cols.clone());
+        let [b, _, h, w] = x.dims();
+        let [ho, wo] = self.output_size([h, w]);
+        let patches = self.patches([kh, kw]);
+        let unfold = |x: Tensor<4>| im2col(x.inner(), &patches).unwrap_or_else(|e| panic!("im2col: {e}"));
+        // The output before the bias: a standardised layer's norms need it (W^ a per position).
+        let (z, cols) = if x.is_tracked() {
+            let options = ConvOptions::new(self.stride, self.padding, self.dilation, 1);
+            (conv2d(x.clone(), used.reshape([c_out, c_in, kh, kw]), None, options), None)
+        } else {
+            let cols = unfold(x.clone());
+            let z = used.reshape([1, c_out, k]).expand([b, c_out, k]).matmul(cols.clone());
+            (z.reshape([b, c_out, ho, wo]), Some(cols))
+        };
+        let projection = z.clone();
         let z = match &self.bias {
-            Some(bias) => z + bias.val().reshape([1, c_out, 1]),
+            Some(bias) => z + bias.val().reshape([1, c_out, 1, 1]),
             None => z,
         };
         let (weight, bias) = (self.weight.id, self.bias.as_ref().map(|b| b.id));
         let ids: Vec<_> = std::iter::once(weight).chain(bias).collect();
-        let z = observe("DpConv2d", &ids, z, || -> Finish {
-            let a = cols.inner();
+        observe("DpConv2d", &ids, z, || -> Finish {
+            let a = cols.unwrap_or_else(|| unfold(x));
             Box::new(move |g: Tensor<2>| {
                 let positions = g.dims()[1] / c_out;
                 let grads =
                     AffineGrads::new(a, g.reshape([b, c_out, positions]), weight, WeightLayout::OutputMajor, bias);
                 Box::new(match standardization {
-                    Some((w_hat, inv_std)) => grads.standardized(w_hat, inv_std),
+                    Some((w_hat, inv_std)) => {
+                        grads.standardized(w_hat, inv_std, projection.inner().reshape([b, c_out, positions]))
+                    }
                     None => grads,
                 })
             })
-        });
-        z.reshape([b, c_out, ho, wo])
+        })
     }
 }

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""dptrain against PyTorch and Opacus on the same machine, in one run (issue 26).
+
+Times, interleaved round by round, on three workloads (ReLU everywhere, random inputs of the
+data set's shape, one optimiser step per lot of fixed size):
+
+  PyTorch plain     an ordinary training step of the same model
+  Opacus hooks      GradSampleModule + DPOptimizer (per-sample gradients materialised by hooks)
+  Opacus ghost      ghost clipping (grad_sample_mode="ghost": two backward passes, no per-sample
+                    gradients)
+  dptrain none      plain Burn training of the zoo model (`dptrain bench --mechanisms none`)
+  dptrain gaussian  dptrain's DP-SGD step (`dptrain bench --mechanisms gaussian`)
+
+and prints one table of median milliseconds per step. Run through scripts/side-by-side.sh, which
+makes the throwaway virtual environment with torch and opacus from PyPI (never a dependency of the
+repository or of CI). A loaded machine measures nothing (PyTorch's OpenMP threads slow down up to
+ten times when the cores are oversubscribed): the script refuses to start when the load average
+is above --max-load.
+
+Differences that remain, stated in the table's notes: dptrain's wrn-16-4 uses weight-standardised
+convolutions (De et al. 2022); Opacus has no per-sample gradient for a weight standardisation, so
+its wrn-16-4 uses plain convolutions, which cost less.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+WORKLOADS = [
+    # name, dptrain model, dataset shape (for dptrain), input [C, H, W], lot
+    ("mnist-cnn", "mnist-cnn", "fashion-mnist", (1, 28, 28), 256),
+    ("cifar10-cnn", "cifar10-cnn", "cifar10", (3, 32, 32), 128),
+    ("wrn-16-4", "wrn-16-4", "fashion-mnist", (1, 28, 28), 64),
+]
+
+
+def refuse_when_loaded(max_load):
+    load = os.getloadavg()[0]
+    if load > max_load:
+        sys.exit(
+            f"the 1-minute load average is {load:.2f} (above --max-load {max_load}): wait for a quiet "
+            "machine; PyTorch's threads slow down many times when the cores are busy"
+        )
+
+
+def models(torch):
+    nn = torch.nn
+
+    def mnist_cnn():
+        return nn.Sequential(
+            nn.Conv2d(1, 16, 8, 2, padding=3), nn.ReLU(), nn.MaxPool2d(2, 1),
+            nn.Conv2d(16, 32, 4, 2), nn.ReLU(), nn.MaxPool2d(2, 1),
+            nn.Flatten(), nn.Linear(32 * 4 * 4, 32), nn.ReLU(), nn.Linear(32, 10),
+        )
+
+    def cifar10_cnn():
+        layers, c_in = [], 3
+        for c in (32, 64, 128):
+            layers += [nn.Conv2d(c_in, c, 3, padding=1), nn.ReLU(), nn.Conv2d(c, c, 3, padding=1), nn.ReLU(),
+                       nn.MaxPool2d(2, 2)]
+            c_in = c
+        layers += [nn.Flatten(), nn.Linear(128 * 4 * 4, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                   nn.Linear(128, 10)]
+        return nn.Sequential(*layers)
+
+    class Block(nn.Module):
+        def __init__(self, c_in, c_out, stride):
+            super().__init__()
+            self.norm1, self.norm2 = nn.GroupNorm(16, c_in), nn.GroupNorm(16, c_out)
+            self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+            self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+            self.shortcut = nn.Conv2d(c_in, c_out, 1, stride, bias=False) if c_in != c_out or stride != 1 else None
+
+        def forward(self, x):
+            o = torch.relu(self.norm1(x))
+            skip = self.shortcut(o) if self.shortcut is not None else x
+            return self.conv2(torch.relu(self.norm2(self.conv1(o)))) + skip
+
+    class WideResNet(nn.Module):
+        def __init__(self, channels, classes):
+            super().__init__()
+            self.stem = nn.Conv2d(channels, 16, 3, 1, 1, bias=False)
+            blocks, c_in = [], 16
+            for group, stride in enumerate((1, 2, 2)):
+                c_out = 64 << group
+                for b in range(2):
+                    blocks.append(Block(c_in, c_out, stride if b == 0 else 1))
+                    c_in = c_out
+            self.blocks = nn.Sequential(*blocks)
+            self.norm = nn.GroupNorm(16, c_in)
+            self.head = nn.Linear(c_in, classes)
+
+        def forward(self, x):
+            h = torch.relu(self.norm(self.blocks(self.stem(x))))
+            return self.head(h.mean(dim=(2, 3)))
+
+    return {"mnist-cnn": mnist_cnn, "cifar10-cnn": cifar10_cnn, "wrn-16-4": lambda: WideResNet(1, 10)}
+
+
+class TorchStep:
+    """One way of training a model on a fixed lot, timed step by step."""
+
+    def __init__(self, torch, build, mode, x, y, device):
+        self.torch, self.x, self.y, self.device = torch, x, y, device
+        model = build().to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        self.criterion = torch.nn.CrossEntropyLoss()
+        if mode != "plain":
+            from opacus import PrivacyEngine
+
+            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=len(x))
+            engine = PrivacyEngine()
+            kwargs = dict(noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=False)
+            if mode == "ghost":
+                model, optimizer, self.criterion, _ = engine.make_private(
+                    module=model, optimizer=optimizer, data_loader=loader, criterion=self.criterion,
+                    grad_sample_mode="ghost", **kwargs)
+            else:
+                model, optimizer, _ = engine.make_private(
+                    module=model, optimizer=optimizer, data_loader=loader, grad_sample_mode="hooks", **kwargs)
+        self.model, self.optimizer = model, optimizer
+        self.step()
+
+    def step(self):
+        self.optimizer.zero_grad()
+        loss = self.criterion(self.model(self.x), self.y)
+        loss.backward()
+        self.optimizer.step()
+
+    def time(self, steps):
+        out = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            self.step()
+            if self.device != "cpu":
+                self.torch.cuda.synchronize()
+            out.append((time.perf_counter() - start) * 1e3)
+        return out
+
+
+def dptrain_times(binary, model, dataset, lot, device, steps):
+    command = [binary, "bench", "--model", model, "--dataset", dataset, "--activation", "relu",
+               "--lot-size", str(lot), "--device", device, "--mechanisms", "none,gaussian",
+               "--iterations", str(steps), "--warmup", "1", "--json"]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    ms = json.loads(out)["workloads"][0]["ms_per_lot"]
+    return ms["none"], ms["gaussian"]
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or "unknown CPU"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dptrain", required=True, help="the dptrain binary")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="cpu, or cuda (PyTorch on CUDA, dptrain on wgpu)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians over all)")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per variant per round")
+    parser.add_argument("--max-load", type=float, default=0.5, help="refuse above this 1-minute load average")
+    parser.add_argument("--only", help="comma-separated workloads (default: all three)")
+    args = parser.parse_args()
+    refuse_when_loaded(args.max_load)
+    warnings.filterwarnings("ignore")
+    import torch
+    import opacus
+
+    torch.manual_seed(0)
+    device = "cuda" if args.device == "cuda" else "cpu"
+    dp_device = "wgpu" if args.device == "cuda" else "cpu"
+    builds = models(torch)
+    chosen = [w for w in WORKLOADS if not args.only or w[0] in args.only.split(",")]
+    rows = []
+    for name, model, dataset, shape, lot in chosen:
+        x = torch.randn(lot, *shape, device=device)
+        y = torch.randint(0, 10, (lot,), device=device)
+        steps = {mode: TorchStep(torch, builds[name], mode, x, y, device) for mode in ("plain", "hooks", "ghost")}
+        times = {k: [] for k in ("plain", "hooks", "ghost", "none", "gaussian")}
+        for r in range(args.rounds):
+            for mode, step in steps.items():
+                times[mode] += step.time(args.steps)
+            none, gaussian = dptrain_times(args.dptrain, model, dataset, lot, dp_device, args.steps)
+            times["none"].append(none)
+            times["gaussian"].append(gaussian)
+            print(f"{name} round {r + 1}/{args.rounds} done", file=sys.stderr)
+        rows.append((name, lot, {k: statistics.median(v) for k, v in times.items()}))
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; torch {torch.__version__}, opacus {opacus.__version__}, "
+          f"torch threads {torch.get_num_threads()}; device {args.device} (dptrain {dp_device}); "
+          f"{args.rounds} rounds x {args.steps} steps, medians in ms per step")
+    print("| workload | lot | PyTorch plain | Opacus hooks | Opacus ghost | dptrain none | dptrain gaussian "
+          "| gaussian / best Opacus | none / PyTorch plain |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, lot, m in rows:
+        best = min(m["hooks"], m["ghost"])
+        print(f"| {name} | {lot} | {m['plain']:.1f} | {m['hooks']:.1f} | {m['ghost']:.1f} | {m['none']:.1f} "
+              f"| {m['gaussian']:.1f} | {m['gaussian'] / best:.2f} | {m['none'] / m['plain']:.2f} |")
+    print("wrn-16-4: dptrain's convolutions are weight-standardised, Opacus's are plain (it has no per-sample "
+          "gradient for a standardisation).")
+
+
+if __name__ == "__main__":
+    main()
