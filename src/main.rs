@@ -17,5 +17,19 @@ fn main() -> std::process::ExitCode {
         // SAFETY: no other thread exists yet to read the environment concurrently.
         unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) }
     }
+    keep_freed_memory();
     cli::run()
+}
+
+/// Keeps freed memory in the process instead of returning it to the OS: a training step frees
+/// and reallocates the same tensors every step, and glibc by default hands large blocks back
+/// (mmap/munmap, heap trimming), so every step paid the page faults of zeroed fresh pages again
+/// (10-15% of a CPU step under `perf`).
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
 }
