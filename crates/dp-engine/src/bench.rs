@@ -2,7 +2,8 @@
 //! (plain Burn training of the same module: autodiff parameter gradients and a burn-optim step),
 //! DP-SGD, the optimized mechanism (sound and as in the paper) and DP-LSSGD, every one through
 //! the same `TrainStep` the trainer runs, on the same model, lot and device, interleaved in one
-//! run after warm-up so all see the same machine state.
+//! run after warm-up so all see the same machine state. On a CubeCL device (wgpu) it also counts
+//! the device kernels each mechanism's step launches.
 
 use crate::backend::SelectedDevice;
 use crate::classifier::CrossEntropyLots;
@@ -17,9 +18,12 @@ use crate::train_config::{MechanismName, OptimizerName, TrainConfig};
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
+use burn_cubecl::cubecl::logging::{LaunchObservation, LaunchObserver};
 use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
 use rand::Rng;
 use serde::Serialize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// The most pixel bytes of a benchmark lot (4 GiB): larger lots are refused from arithmetic
@@ -104,6 +108,18 @@ pub const BENCHED: [MechanismName; 5] = [
 pub struct BenchResult {
     /// (mechanism, median ms per lot), in the order they were asked for.
     pub ms_per_lot: Vec<(MechanismName, f64)>,
+    /// (mechanism, device kernels launched per lot; 0 on the CPU backends, which launch none).
+    pub launches_per_lot: Vec<(MechanismName, usize)>,
+}
+
+/// Counts the device kernels launched while it is installed (every launch of the process).
+#[derive(Default)]
+struct LaunchCount(AtomicUsize);
+
+impl LaunchObserver for LaunchCount {
+    fn launched(&self, _kernel: &'static str) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl BenchResult {
@@ -185,10 +201,17 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
         .collect::<Result<Vec<_>>>()?;
     let k = config.mechanisms.len();
     let mut times = vec![Vec::new(); k];
+    let mut launches = vec![0; k];
+    let counter = Arc::new(LaunchCount::default());
     for round in 0..config.warmup + config.iterations {
         // Rotate which mechanism goes first so that none always follows the same one.
         for i in (0..k).map(|j| (round + j) % k) {
             let c = &mut contenders[i];
+            // The last lot counts its launches (the count is the same every lot after warm-up).
+            let counting = (round + 1 == config.warmup + config.iterations).then(|| {
+                counter.0.store(0, Ordering::Relaxed);
+                LaunchObservation::new(counter.clone())
+            });
             let start = Instant::now();
             let model = c.model.take().ok_or_else(|| EngineError::invalid("bench", "a step lost its model"))?;
             let (model, _) = c.step.step(model, &mut c.optimizer, 0.01, &source, dev)?;
@@ -197,8 +220,15 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             if round >= config.warmup {
                 times[i].push(start.elapsed().as_secs_f64() * 1e3);
             }
+            if counting.is_some() {
+                launches[i] = counter.0.load(Ordering::Relaxed);
+            }
             progress();
         }
     }
-    Ok(BenchResult { ms_per_lot: config.mechanisms.iter().copied().zip(times.into_iter().map(median)).collect() })
+    let named = config.mechanisms.iter().copied();
+    Ok(BenchResult {
+        ms_per_lot: named.clone().zip(times.into_iter().map(median)).collect(),
+        launches_per_lot: named.zip(launches).collect(),
+    })
 }
