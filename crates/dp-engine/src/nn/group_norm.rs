@@ -5,6 +5,7 @@
 
 use crate::grad_sample::scale_shift::ScaleShiftGrads;
 use crate::grad_sample::tape::{Finish, observe};
+use crate::normalize::normalize_rows;
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor};
@@ -61,9 +62,7 @@ impl DpGroupNorm {
         let (b, c) = (dims[0], dims[1]);
         let positions = dims.iter().product::<usize>() / (b * c).max(1);
         let grouped = x.reshape([b, self.num_groups, c / self.num_groups * positions]);
-        let centered = grouped.clone() - grouped.mean_dim(2);
-        let variance = centered.clone().square().mean_dim(2);
-        let normalized = (centered / variance.add_scalar(self.epsilon).sqrt()).reshape([b, c, positions]);
+        let normalized = normalize_rows(grouped, self.epsilon).reshape([b, c, positions]);
         let y = normalized.clone() * self.gamma.val().reshape([1, c, 1]) + self.beta.val().reshape([1, c, 1]);
         let (gamma, beta) = (self.gamma.id, self.beta.id);
         let y = observe("DpGroupNorm", &[gamma, beta], y, || -> Finish {

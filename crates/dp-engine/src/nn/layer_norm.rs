@@ -4,6 +4,7 @@
 
 use crate::grad_sample::scale_shift::ScaleShiftGrads;
 use crate::grad_sample::tape::{Finish, observe};
+use crate::normalize::normalize_rows;
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor};
@@ -46,9 +47,7 @@ impl DpLayerNorm {
         let dims = x.dims();
         let (b, d) = (dims[0], dims[D - 1]);
         let positions = dims.iter().product::<usize>() / (b * d).max(1);
-        let centered = x.clone() - x.mean_dim(D - 1);
-        let variance = centered.clone().square().mean_dim(D - 1);
-        let normalized = centered / variance.add_scalar(self.epsilon).sqrt();
+        let normalized = normalize_rows(x.reshape([b, positions, d]), self.epsilon).reshape(dims);
         let y = normalized.clone() * self.gamma.val().unsqueeze() + self.beta.val().unsqueeze();
         let (gamma, beta) = (self.gamma.id, self.beta.id);
         observe("DpLayerNorm", &[gamma, beta], y, || -> Finish {
