@@ -6,8 +6,10 @@
 //! r^k, so the device kernel keeps the K on each side whose dropped mass is below
 //! [`TRUNCATION_TOLERANCE`] (all d taps when d <= 2K + 1). The FFT solve is the CPU reference.
 
-use rustfft::FftPlanner;
 use rustfft::num_complex::Complex;
+use rustfft::{Fft, FftPlanner};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 /// Bound on the taps the device kernel drops, relative to max |v| (far below f32 resolution).
 pub const TRUNCATION_TOLERANCE: f64 = 1e-9;
@@ -81,16 +83,46 @@ impl LaplacianSmoothing {
         if d == 0 || self.s == 0.0 {
             return v.to_vec();
         }
-        let mut planner = FftPlanner::<f64>::new();
+        let spectrum = self.spectrum(d);
         let mut buf: Vec<Complex<f64>> = v.iter().map(|&x| Complex::new(f64::from(x), 0.0)).collect();
-        planner.plan_fft_forward(d).process(&mut buf);
-        for (k, c) in buf.iter_mut().enumerate() {
-            *c /= self.eigenvalue(k, d) * d as f64;
+        spectrum.forward.process(&mut buf);
+        for (c, divisor) in buf.iter_mut().zip(&spectrum.divisors) {
+            *c /= divisor;
         }
-        planner.plan_fft_inverse(d).process(&mut buf);
+        spectrum.inverse.process(&mut buf);
         buf.iter().map(|c| c.re as f32).collect()
     }
+
+    /// The plans and divisors for length `d`, made on first use and kept for the process.
+    fn spectrum(&self, d: usize) -> Arc<Spectrum> {
+        let mut spectra = SPECTRA.lock().unwrap_or_else(PoisonError::into_inner);
+        let spectrum = spectra.entry((d, self.s.to_bits())).or_insert_with(|| {
+            let mut planner = FftPlanner::<f64>::new();
+            Arc::new(Spectrum {
+                forward: planner.plan_fft_forward(d),
+                inverse: planner.plan_fft_inverse(d),
+                divisors: (0..d).map(|k| self.eigenvalue(k, d) * d as f64).collect(),
+            })
+        });
+        spectrum.clone()
+    }
 }
+
+/// The FFT plans of one length and the divisors (eigenvalue times d) of one strength: planning
+/// computes d twiddle factors and the divisors d cosines, as much work as the transforms
+/// themselves, so a training run makes them once per tensor shape instead of every step.
+struct Spectrum {
+    forward: Arc<dyn Fft<f64>>,
+    inverse: Arc<dyn Fft<f64>>,
+    divisors: Vec<f64>,
+}
+
+/// Spectra by (length, s's bits).
+type Spectra = HashMap<(usize, u64), Arc<Spectrum>>;
+
+/// The process's spectra: one per parameter tensor shape of a run (24 bytes per coordinate of
+/// each distinct shape).
+static SPECTRA: LazyLock<Mutex<Spectra>> = LazyLock::new(Default::default);
 
 /// The circulant convolution with `taps` on the host, as the device kernel computes it.
 pub fn apply_taps(taps: &Taps, v: &[f32]) -> Vec<f32> {

@@ -25,7 +25,7 @@
 //! under-estimated by f32 rounding (which would under-clip), at the price of clipping a
 //! gradient whose norm cancels almost entirely a little harder.
 
-use super::{ParamGrad, PerExampleGrads, scale_examples, sum_per_example};
+use super::{ParamGrad, PerExampleGrads, scale_examples, sum_per_example, weighted_sum_examples};
 use burn::module::ParamId;
 use burn::tensor::Tensor;
 
@@ -190,25 +190,24 @@ impl PerExampleGrads for AffineGrads {
     fn weighted_sum(&self, factors: Option<&Tensor<1>>) -> Vec<ParamGrad> {
         let [b, k, p] = self.input.dims();
         let n = self.grad.dims()[1];
-        let g = scale_examples(self.grad.clone(), factors);
         let weight = match (self.method, &self.materialized, factors) {
             (NormMethod::RankOne, _, _) => {
                 let (a, _) = self.rows();
-                let g = g.clone().reshape([b, n]);
+                let g = scale_examples(self.grad.clone(), factors).reshape([b, n]);
                 match self.layout {
                     WeightLayout::InputMajor => a.transpose().matmul(g),
                     WeightLayout::OutputMajor => g.transpose().matmul(a),
                 }
             }
             (NormMethod::Materialize, Some(per_example), Some(s)) => {
-                let sum = scale_examples(per_example.clone(), Some(s)).sum_dim(0).reshape([n, k]);
+                let sum = weighted_sum_examples(per_example.clone().reshape([b, n * k]), Some(s)).reshape([n, k]);
                 match self.layout {
                     WeightLayout::InputMajor => sum.transpose(),
                     WeightLayout::OutputMajor => sum,
                 }
             }
             _ => {
-                let g = g.clone().swap_dims(0, 1).reshape([n, b * p]);
+                let g = scale_examples(self.grad.clone(), factors).swap_dims(0, 1).reshape([n, b * p]);
                 let a = self.input.clone().swap_dims(1, 2).reshape([b * p, k]);
                 match self.layout {
                     WeightLayout::InputMajor => a.transpose().matmul(g.transpose()),
@@ -225,7 +224,10 @@ impl PerExampleGrads for AffineGrads {
         };
         let mut grads = vec![ParamGrad { id: self.weight, value: weight.reshape([n * k]) }];
         if let Some(id) = self.bias {
-            grads.push(ParamGrad { id, value: g.sum_dim(2).sum_dim(0).reshape([n]) });
+            grads.push(ParamGrad {
+                id,
+                value: weighted_sum_examples(self.grad.clone().sum_dim(2).reshape([b, n]), factors),
+            });
         }
         grads
     }

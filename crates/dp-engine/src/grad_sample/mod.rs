@@ -44,6 +44,17 @@ pub fn sum_per_example<const D: usize>(t: Tensor<D>) -> Tensor<1> {
     t.flatten::<2>(1, D - 1).sum_dim(1).reshape([b])
 }
 
+/// sum_b s_b t_b over the examples (rows) of t [B, M] with factors s [B], as one product s^T t
+/// that reads t once (scaling, then summing, reads it twice and writes it once); the plain sum
+/// without factors.
+pub fn weighted_sum_examples(t: Tensor<2>, factors: Option<&Tensor<1>>) -> Tensor<1> {
+    let [b, m] = t.dims();
+    match factors {
+        None => t.sum_dim(0).reshape([m]),
+        Some(s) => s.clone().reshape([1, b]).matmul(t).reshape([m]),
+    }
+}
+
 /// Scales each example (the first dimension) of `t` by `factors` [B].
 pub fn scale_examples<const D: usize>(t: Tensor<D>, factors: Option<&Tensor<1>>) -> Tensor<D> {
     match factors {

@@ -4,7 +4,7 @@
 //! sum_p G ∘ xhat (gamma) and sum_p G (beta), [C] each: materialised, they cost no more than the
 //! forward pass.
 
-use super::{ParamGrad, PerExampleGrads, scale_examples, sum_per_example};
+use super::{ParamGrad, PerExampleGrads, sum_per_example, weighted_sum_examples};
 use burn::module::ParamId;
 use burn::tensor::Tensor;
 
@@ -34,8 +34,7 @@ impl PerExampleGrads for ScaleShiftGrads {
     }
 
     fn weighted_sum(&self, factors: Option<&Tensor<1>>) -> Vec<ParamGrad> {
-        let c = self.gamma.dims()[1];
-        let sum = |t: &Tensor<2>| scale_examples(t.clone(), factors).sum_dim(0).reshape([c]);
+        let sum = |t: &Tensor<2>| weighted_sum_examples(t.clone(), factors);
         vec![
             ParamGrad { id: self.gamma_id, value: sum(&self.gamma) },
             ParamGrad { id: self.beta_id, value: sum(&self.beta) },
