@@ -34,6 +34,7 @@ pub mod classifier;
 pub mod clipping;
 pub mod dp_optimizer;
 pub mod error;
+mod flex_host;
 pub mod grad_sample;
 pub mod init;
 pub mod loss;

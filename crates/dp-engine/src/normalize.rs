@@ -11,6 +11,7 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
+use crate::flex_host::contiguous_f32;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -18,7 +19,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, backend_extension};
-use burn::tensor::{DType, Scalar, Tensor, TensorData};
+use burn::tensor::{Scalar, Tensor, TensorData};
 use rayon::prelude::*;
 
 /// Normalises each row of x [R, S, M] along M to mean 0 and variance 1 (up to `epsilon`).
@@ -92,10 +93,10 @@ fn row_sum(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) -> f64 {
 /// The rows of a 3-D f32 flex tensor, contiguous, with their length; None for any other tensor.
 fn flex_rows(x: &FloatTensor<Flex>) -> Option<(FlexTensor, [usize; 3])> {
     let shape = x.layout().shape().clone();
-    if shape.num_dims() != 3 || x.dtype() != DType::F32 || shape[2] == 0 {
+    if shape.num_dims() != 3 || shape[2] == 0 {
         return None;
     }
-    Some((x.clone().to_contiguous(), std::array::from_fn(|i| shape[i])))
+    Some((contiguous_f32(x)?, std::array::from_fn(|i| shape[i])))
 }
 
 impl NormalizeBackend for Flex {

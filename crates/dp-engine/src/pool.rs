@@ -10,15 +10,16 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
+use crate::flex_host::contiguous_f32;
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::ops::{MaxPool2dWithIndices, ModuleOps};
+use burn::backend::ops::MaxPool2dWithIndices;
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension, get_or_init_device_settings};
-use burn::tensor::{DType, IntDType, Tensor, TensorData};
+use burn::tensor::{IntDType, Tensor, TensorData};
 use rayon::prelude::*;
 
 /// Square max pooling with a stride.
@@ -44,7 +45,7 @@ impl MaxPool {
 pub trait PoolBackend: Backend {
     /// Max pooling of x [B, C, H, W] with a square `kernel` and `stride`, no padding.
     fn dp_max_pool2d(x: FloatTensor<Self>, kernel: usize, stride: usize) -> FloatTensor<Self> {
-        Self::max_pool2d(x, [kernel; 2], [stride; 2], [0, 0], [1, 1], false)
+        burns_pool::<Self>(x, kernel, stride)
     }
 }
 
@@ -57,8 +58,23 @@ pub trait PoolWithIndices: Backend {
         stride: usize,
         int: IntDType,
     ) -> MaxPool2dWithIndices<Self> {
-        Self::max_pool2d_with_indices(x, [kernel; 2], [stride; 2], [0, 0], [1, 1], false, int)
+        burns_pool_with_indices::<Self>(x, kernel, stride, int)
     }
+}
+
+/// Burn's max pooling with this module's geometry (square window, no padding or dilation).
+fn burns_pool<B: Backend>(x: FloatTensor<B>, kernel: usize, stride: usize) -> FloatTensor<B> {
+    B::max_pool2d(x, [kernel; 2], [stride; 2], [0, 0], [1, 1], false)
+}
+
+/// Burn's max pooling with indices, the same geometry.
+fn burns_pool_with_indices<B: Backend>(
+    x: FloatTensor<B>,
+    kernel: usize,
+    stride: usize,
+    int: IntDType,
+) -> MaxPool2dWithIndices<B> {
+    B::max_pool2d_with_indices(x, [kernel; 2], [stride; 2], [0, 0], [1, 1], false, int)
 }
 
 impl PoolBackend for burn::backend::NdArray {}
@@ -120,14 +136,14 @@ fn host_pool(x: &[f32], [b, c, h, w]: [usize; 4], kernel: usize, stride: usize) 
 /// take Burn's.
 fn flex_pool(x: FloatTensor<Flex>, kernel: usize, stride: usize) -> Option<(FloatTensor<Flex>, IntTensor<Flex>)> {
     let shape = x.layout().shape().clone();
-    if shape.num_dims() != 4 || x.dtype() != DType::F32 || kernel == 0 || stride == 0 {
+    if shape.num_dims() != 4 || kernel == 0 || stride == 0 {
         return None;
     }
     let dims: [usize; 4] = std::array::from_fn(|i| shape[i]);
     if dims[2] < kernel || dims[3] < kernel {
         return None;
     }
-    let x = x.to_contiguous();
+    let x = contiguous_f32(&x)?;
     let (values, indices) = host_pool(x.storage::<f32>(), dims, kernel, stride);
     let out = [dims[0], dims[1], (dims[2] - kernel) / stride + 1, (dims[3] - kernel) / stride + 1];
     let values = burn::backend::flex::FlexTensor::from_data(TensorData::new(values, out));
@@ -139,7 +155,7 @@ impl PoolBackend for Flex {
     fn dp_max_pool2d(x: FloatTensor<Self>, kernel: usize, stride: usize) -> FloatTensor<Self> {
         match flex_pool(x.clone(), kernel, stride) {
             Some((values, _)) => values,
-            None => Self::max_pool2d(x, [kernel; 2], [stride; 2], [0, 0], [1, 1], false),
+            None => burns_pool::<Self>(x, kernel, stride),
         }
     }
 }
@@ -154,7 +170,7 @@ impl PoolWithIndices for Flex {
         // i64 indices whatever the device's integer type: flex's backward reads any width.
         match flex_pool(x.clone(), kernel, stride) {
             Some((output, indices)) => MaxPool2dWithIndices::new(output, indices),
-            None => Self::max_pool2d_with_indices(x, [kernel; 2], [stride; 2], [0, 0], [1, 1], false, int),
+            None => burns_pool_with_indices::<Self>(x, kernel, stride, int),
         }
     }
 }

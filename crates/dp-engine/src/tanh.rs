@@ -10,6 +10,7 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
+use crate::flex_host::contiguous_f32;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -18,7 +19,7 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::ops::FloatTensorOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, backend_extension};
-use burn::tensor::{DType, Scalar, Tensor, TensorData};
+use burn::tensor::{Scalar, Tensor, TensorData};
 use rayon::prelude::*;
 
 /// tanh of every element.
@@ -85,14 +86,9 @@ fn tanh_f32(x: f32) -> f32 {
 /// Elements of a contiguous f32 flex tensor per parallel task.
 const CHUNK: usize = 1 << 14;
 
-/// The f32 values of a flex tensor, contiguous; None for any other dtype.
-fn flex_values(x: &FloatTensor<Flex>) -> Option<FlexTensor> {
-    (x.dtype() == DType::F32).then(|| x.clone().to_contiguous())
-}
-
 impl TanhBackend for Flex {
     fn dp_tanh(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let Some(x) = flex_values(&x) else {
+        let Some(x) = contiguous_f32(&x) else {
             return Self::float_tanh(x);
         };
         let input = x.storage::<f32>();
@@ -108,7 +104,7 @@ impl TanhBackend for Flex {
 
 impl TanhBackward for Flex {
     fn tanh_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        let (Some(y), Some(grad)) = (flex_values(&y), flex_values(&grad)) else {
+        let (Some(y), Some(grad)) = (contiguous_f32(&y), contiguous_f32(&grad)) else {
             return composed_backward::<Self>(y, grad);
         };
         let (values, grads) = (y.storage::<f32>(), grad.storage::<f32>());

@@ -111,8 +111,8 @@ impl DpConv2d {
             (flat, None)
         };
         let [b, _, h, w] = x.dims();
-        let [ho, wo] = self.output_size([h, w]);
         let patches = self.patches([kh, kw]);
+        let [ho, wo] = patches.output_size([h, w]);
         let unfold = |x: Tensor<4>| im2col(x.inner(), &patches).unwrap_or_else(|e| panic!("im2col: {e}"));
         // The output before the bias: a standardised layer's norms need it (W^ a per position).
         let (z, cols) = if x.is_tracked() {
