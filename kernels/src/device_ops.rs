@@ -2,6 +2,10 @@
 //! on a CPU backend (flex, or the ndarray reference) runs the CPU reference on the same random words, so both backends
 //! draw the same noise for the same key. Autodiff tensors are refused: noise and smoothing act on
 //! released gradients, never inside a graph.
+//!
+//! On wgpu, Burn's fusion wraps the CubeCL backend: a kernel's input is resolved from the fusion
+//! stream (the operations queued before it run, fused), the kernel runs on the CubeCL tensor, and
+//! its output enters the stream again as an initialised tensor, so the operations after it fuse.
 
 use crate::chacha::{self, StreamPosition};
 use crate::gaussian;
@@ -12,27 +16,74 @@ use crate::{cube_im2col, cube_noise, cube_smoothing, cube_solver};
 use burn::backend::Flex;
 #[allow(deprecated)]
 use burn::backend::NdArray;
+use burn::backend::fusion::Client;
+use burn::backend::fusion::stream::StreamId;
+use burn::backend::fusion::{FusionBackend, FusionTensor, NoOp};
+use burn::backend::ir::{BackendIr, InitOperationIr, OperationIr, OperationOutput};
+use burn::backend::{Cube, TensorMetadata};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use burn_cubecl::CubeBackend;
+use burn_cubecl::tensor::CubeTensor;
+
+/// The fusion runtime of the CubeCL backend.
+type Runtime = <CubeBackend as FusionBackend>::FusionRuntime;
 
 /// Where a tensor lives, as far as the kernels care.
+#[expect(clippy::large_enum_variant, reason = "one short-lived value per kernel call, moved once")]
 enum Placement<const D: usize> {
-    /// On a CubeCL device.
-    Cube(burn_cubecl::tensor::CubeTensor),
-    /// On the ndarray CPU backend.
+    /// On a CubeCL device, resolved from its fusion stream.
+    Cube(OnCube),
+    /// On a CPU backend.
     Host(Tensor<D>),
+}
+
+/// A tensor resolved from its fusion stream, with the stream that takes the kernel's outputs back.
+struct OnCube {
+    tensor: CubeTensor,
+    stream: FusionStream,
+}
+
+/// The fusion stream of a kernel's inputs and outputs.
+struct FusionStream {
+    client: Client<Runtime>,
 }
 
 /// Finds the backend of `t`, or says why the kernels cannot take it.
 #[allow(deprecated)]
 fn place<const D: usize>(t: Tensor<D>) -> Result<Placement<D>, String> {
-    if let Ok(cube) = t.clone().try_into_primitive::<CubeBackend>() {
-        return Ok(Placement::Cube(cube));
+    if let Ok(fused) = t.clone().try_into_primitive::<Cube>() {
+        let stream = FusionStream { client: fused.client.clone() };
+        return Ok(Placement::Cube(OnCube { tensor: stream.resolve(fused), stream }));
     }
     if t.clone().try_into_primitive::<Flex>().is_ok() || t.clone().try_into_primitive::<NdArray>().is_ok() {
         return Ok(Placement::Host(t));
     }
     Err("the DP kernels take tensors on wgpu, flex or ndarray, outside autodiff".into())
+}
+
+impl FusionStream {
+    /// The CubeCL tensor behind a fused one, after the operations queued before it have run.
+    fn resolve(&self, t: FusionTensor<Runtime>) -> CubeTensor {
+        self.client.resolve_tensor_float::<CubeBackend>(t)
+    }
+
+    /// A kernel's output handed to the fusion stream as an initialised tensor, wrapped by `wrap`.
+    fn enter<T>(&self, t: CubeTensor, wrap: impl FnOnce(FusionTensor<Runtime>) -> T) -> T {
+        let (shape, dtype) = (t.shape(), t.dtype());
+        let handle = CubeBackend::float_tensor_handle(t);
+        let init = InitOperationIr::create(shape, dtype, || self.client.register_tensor_handle(handle));
+        wrap(self.client.register(StreamId::current(), OperationIr::Init(init), NoOp::<CubeBackend>::new()).output())
+    }
+
+    /// A float kernel output as a fused tensor.
+    fn float<const D: usize>(&self, t: CubeTensor) -> Tensor<D> {
+        self.enter(t, Tensor::from_primitive::<Cube>)
+    }
+
+    /// An integer kernel output as a fused tensor.
+    fn int(&self, t: CubeTensor) -> Tensor<1, Int> {
+        self.enter(t, Tensor::<1, Int>::from_primitive::<Cube>)
+    }
 }
 
 /// The values of a host tensor.
@@ -70,9 +121,10 @@ pub fn noisy_scale<const D: usize>(
         NoiseScale::PerCoordinate(s) => (**s).clone(),
     };
     match place(grad)? {
-        Placement::Cube(g) => {
-            let s = sigma.try_into_primitive::<CubeBackend>().map_err(|_| "sigma is not on the gradient's device")?;
-            Ok(Tensor::from_primitive::<CubeBackend>(cube_noise::noisy_scale(g, s, position, scale)))
+        Placement::Cube(on) => {
+            let OnCube { tensor, stream } = on;
+            let s = sigma.try_into_primitive::<Cube>().map_err(|_| "sigma is not on the gradient's device")?;
+            Ok(stream.float(cube_noise::noisy_scale(tensor, stream.resolve(s), position, scale)))
         }
         Placement::Host(g) => {
             let shape = g.shape();
@@ -95,7 +147,7 @@ pub fn im2col(x: Tensor<4>, p: &Patches) -> Result<Tensor<3>, String> {
     let [b, c, h, w] = x.dims();
     let device = x.device();
     match place(x)? {
-        Placement::Cube(t) => Ok(Tensor::from_primitive::<CubeBackend>(cube_im2col::im2col(t, p))),
+        Placement::Cube(on) => Ok(on.stream.float(cube_im2col::im2col(on.tensor, p))),
         Placement::Host(t) => {
             let [ho, wo] = p.output_size([h, w]);
             let [kh, kw] = p.kernel;
@@ -108,8 +160,8 @@ pub fn im2col(x: Tensor<4>, p: &Patches) -> Result<Tensor<3>, String> {
 /// The first `n` random words of `position`, computed on `device` (for cross-backend checks).
 pub fn random_words(device: &Device, position: &StreamPosition, n: usize) -> Result<Vec<u32>, String> {
     match place(Tensor::<1>::zeros([1], device))? {
-        Placement::Cube(like) => {
-            let words = Tensor::<1, Int>::from_primitive::<CubeBackend>(cube_noise::words(&like, position, n));
+        Placement::Cube(on) => {
+            let words = on.stream.int(cube_noise::words(&on.tensor, position, n));
             words.to_data().try_into_vec::<u32>().map_err(|e| format!("{e:?}"))
         }
         Placement::Host(_) => Ok(chacha::words(position, n)),
@@ -124,9 +176,7 @@ pub fn smooth<const D: usize>(v: Tensor<D>, smoothing: &LaplacianSmoothing) -> R
     }
     let device = v.device();
     match place(v)? {
-        Placement::Cube(t) => {
-            Ok(Tensor::from_primitive::<CubeBackend>(cube_smoothing::circulant(t, &smoothing.taps(n))))
-        }
+        Placement::Cube(on) => Ok(on.stream.float(cube_smoothing::circulant(on.tensor, &smoothing.taps(n)))),
         Placement::Host(t) => {
             let shape = t.shape();
             Ok(Tensor::from_data(TensorData::new(smoothing.apply_fft(&host_values(&t)), shape), &device))
@@ -148,12 +198,13 @@ pub fn sphere_sigma(weights: Tensor<1>, alpha: f64, tau: f64, schedule: &SolverS
     }
     let device = weights.device();
     match place(weights)? {
-        Placement::Cube(w) => {
-            let (sigma, done) = cube_solver::sphere_sigma(w, alpha as f32, tau as f32, schedule);
-            let done = Tensor::<1, Int>::from_primitive::<CubeBackend>(done).to_data().try_into_vec::<u32>();
+        Placement::Cube(on) => {
+            let OnCube { tensor, stream } = on;
+            let (sigma, done) = cube_solver::sphere_sigma(tensor, alpha as f32, tau as f32, schedule);
+            let done = stream.int(done).to_data().try_into_vec::<u32>();
             let want = schedule.iterations as u32 + 1;
             match done {
-                Ok(d) if d == [want] => Ok(Tensor::from_primitive::<CubeBackend>(sigma)),
+                Ok(d) if d == [want] => Ok(stream.float(sigma)),
                 _ => Err(format!(
                     "the device cut the sigma solver short ({done:?} of {want} passes ran to their end); \
                      lavapipe caps a shader's loop iterations: use --device cpu for a model this large"

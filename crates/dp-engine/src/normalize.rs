@@ -71,8 +71,8 @@ fn composed_backward<B: Backend>(xhat: FloatTensor<B>, scale: FloatTensor<B>, gr
 
 impl NormalizeBackend for burn::backend::NdArray {}
 impl NormalizeParts for burn::backend::NdArray {}
-impl NormalizeBackend for burn_cubecl::CubeBackend {}
-impl NormalizeParts for burn_cubecl::CubeBackend {}
+impl NormalizeBackend for burn_cubecl::Cube {}
+impl NormalizeParts for burn_cubecl::Cube {}
 
 /// Lanes of the row sums: independent accumulators the compiler keeps in SIMD registers.
 const LANES: usize = 16;

@@ -79,8 +79,8 @@ fn burns_pool_with_indices<B: Backend>(
 
 impl PoolBackend for burn::backend::NdArray {}
 impl PoolWithIndices for burn::backend::NdArray {}
-impl PoolBackend for burn_cubecl::CubeBackend {}
-impl PoolWithIndices for burn_cubecl::CubeBackend {}
+impl PoolBackend for burn_cubecl::Cube {}
+impl PoolWithIndices for burn_cubecl::Cube {}
 
 /// One plane `input` [h, w] pooled into `vals` and `idx` [ho, wo]. `NAN`: the plane holds a NaN,
 /// which wins, as in Burn's and PyTorch's pooling (testing for it costs, so a plane without

@@ -53,8 +53,8 @@ fn composed_backward<B: Backend>(y: FloatTensor<B>, grad: FloatTensor<B>) -> Flo
 
 impl TanhBackend for burn::backend::NdArray {}
 impl TanhBackward for burn::backend::NdArray {}
-impl TanhBackend for burn_cubecl::CubeBackend {}
-impl TanhBackward for burn_cubecl::CubeBackend {}
+impl TanhBackend for burn_cubecl::Cube {}
+impl TanhBackward for burn_cubecl::Cube {}
 
 /// e^y for y in [0, 20] (Cephes' expf: y = n ln 2 + r, |r| <= ln 2 / 2, a degree-6 polynomial in
 /// r, 2^n by the exponent bits), branch-free.
