@@ -31,6 +31,7 @@ use crate::clipping::Clipping;
 use crate::dp_optimizer::{DpOptimizer, StartFrom};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
+use crate::grad_sample::tape::recording;
 use crate::mechanism;
 use crate::noise::NOISE_STREAM;
 use crate::plan::{fresh_sampler, plan};
@@ -170,7 +171,8 @@ impl PrivacyEngine {
 }
 
 /// The loss and the per-example gradients of `model` on the first two examples of `source`,
-/// so that a mistake in the model or the loss is a one-line error before the run starts.
+/// so that a mistake in the model or the loss is a one-line error before the run starts; a
+/// parameter that no layer recorded (it would have no per-example gradient) is refused by name.
 pub fn dry_run<M: Module>(
     model: &M,
     source: &dyn LotSource<M>,
@@ -181,7 +183,8 @@ pub fn dry_run<M: Module>(
     let lot: Vec<usize> = (0..source.len().min(2)).collect();
     let inference = model.valid();
     without_panics(|| {
-        let dims = source.losses(&inference, &lot, device).losses.dims();
+        let (out, tape) = recording(|| source.losses(&inference, &lot, device))?;
+        let dims = out.losses.dims();
         if dims != [lot.len()] {
             return Err(EngineError::invalid(
                 "loss",
@@ -191,6 +194,7 @@ pub fn dry_run<M: Module>(
                 ),
             ));
         }
+        table.check_recorded(tape.params())?;
         lot_sum(&inference, source, &lot, batching, table, None, device).map(|_| ())
     })
 }

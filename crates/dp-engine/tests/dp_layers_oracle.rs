@@ -4,10 +4,12 @@
 //! with stride, padding, dilation, with and without bias, materialised and ghost norms; GroupNorm;
 //! dense layers with and without bias; LayerNorm), a residual network with GroupNorm and
 //! weight-standardised convolutions (the gradient through the standardisation's Jacobian), and an
-//! embedding model over sequences. Per-example squared norms per layer, and clipped sums (flat and
-//! per layer), must equal the loop's to 1e-4 relative, on ndarray and on wgpu (lavapipe in CI).
+//! embedding model over sequences; and a layer defined here, outside dp-engine, through the public
+//! tape (`tape::observe` and `PerExampleGrads`), as a user adds one. Per-example squared norms per
+//! layer, and clipped sums (flat and per layer), must equal the loop's to 1e-4 relative, on
+//! ndarray, flex and wgpu (lavapipe in CI).
 
-use burn::module::{Module, ParamId};
+use burn::module::{Module, Param, ParamId};
 use burn::optim::SgdConfig;
 use burn::tensor::activation::{log_softmax, relu, tanh};
 use burn::tensor::{Device, Int, Tensor, TensorData};
@@ -16,6 +18,8 @@ use dp_engine::clipping::Clipping;
 use dp_engine::grad_sample::affine::NormMethod;
 use dp_engine::grad_sample::batch::{BatchGrads, ClipSpec, gradients_params};
 use dp_engine::grad_sample::params::ParamTable;
+use dp_engine::grad_sample::tape::{Finish, observe};
+use dp_engine::grad_sample::{ParamGrad, PerExampleGrads, sum_per_example, weighted_sum_examples};
 use dp_engine::nn::{
     DpConv2d, DpConv2dConfig, DpEmbedding, DpEmbeddingConfig, DpGroupNorm, DpGroupNormConfig, DpLayerNorm,
     DpLayerNormConfig, DpLinear, DpLinearConfig,
@@ -128,6 +132,73 @@ impl Tokens {
         let h = self.ln.forward(tanh(self.mix.forward(self.embed.forward(tokens))));
         let [b, _, d] = h.dims();
         self.head.forward(h.mean_dim(1).reshape([b, d]))
+    }
+}
+
+/// A DP layer of a user's own, defined outside dp-engine: a learnable per-feature scale
+/// y = x * s over x [B, d] (a parameter no built-in layer has). Example b's gradient of s is
+/// x_b * dL/dy_b.
+#[derive(Module, Debug)]
+struct Scale {
+    s: Param<Tensor<1>>,
+}
+
+/// The scale's per-example gradients in one batch, [B, d].
+struct ScaleGrads {
+    per_example: Tensor<2>,
+    id: ParamId,
+}
+
+impl PerExampleGrads for ScaleGrads {
+    fn sq_norms(&mut self) -> Tensor<1> {
+        sum_per_example(self.per_example.clone().square())
+    }
+
+    fn weighted_sum(&self, factors: Option<&Tensor<1>>) -> Vec<ParamGrad> {
+        vec![ParamGrad { id: self.id, value: weighted_sum_examples(self.per_example.clone(), factors) }]
+    }
+}
+
+impl Scale {
+    fn new(rng: &mut ChaCha20Rng, d: usize, device: &Device) -> Self {
+        let s: Vec<f32> = (0..d).map(|_| rng.random_range(0.5..1.5)).collect();
+        Self { s: Param::from_tensor(Tensor::from_data(TensorData::new(s, [d]), device)) }
+    }
+
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        scaled(x, &self.s)
+    }
+}
+
+/// x [B, d] scaled per feature by `s`, recorded on the tape as a layer of its own.
+fn scaled(x: Tensor<2>, s: &Param<Tensor<1>>) -> Tensor<2> {
+    let y = x.clone() * s.val().unsqueeze();
+    let id = s.id;
+    observe("Scale", &[id], y, || -> Finish {
+        let x = x.inner();
+        Box::new(move |g: Tensor<2>| Box::new(ScaleGrads { per_example: x * g, id }))
+    })
+}
+
+/// A user's layer between two DP dense layers.
+#[derive(Module, Debug)]
+struct WithOwnLayer {
+    fc1: DpLinear,
+    scale: Scale,
+    fc2: DpLinear,
+}
+
+impl WithOwnLayer {
+    fn new(rng: &mut ChaCha20Rng, device: &Device) -> Self {
+        Self {
+            fc1: DpLinearConfig::new(6, 5).init(device),
+            scale: Scale::new(rng, 5, device),
+            fc2: DpLinearConfig::new(5, CLASSES).init(device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.fc2.forward(tanh(self.scale.forward(self.fc1.forward(x))))
     }
 }
 
@@ -248,6 +319,12 @@ fn check_all(device: &Device) {
     let x = Tensor::<2, Int>::from_data(TensorData::new(ids, [b, 6]), device);
     let y = labels(&mut rng, b);
     check(&tokens, b, &y, |m, r| m.forward(x.clone().narrow(0, r.start, r.len())));
+
+    let own = WithOwnLayer::new(&mut rng, device);
+    let x: Vec<f32> = (0..b * 6).map(|_| rng.random_range(-1.5..1.5)).collect();
+    let x = Tensor::<2>::from_data(TensorData::new(x, [b, 6]), device);
+    let y = labels(&mut rng, b);
+    check(&own, b, &y, |m, r| m.forward(x.clone().narrow(0, r.start, r.len())));
 }
 
 #[test]
@@ -282,6 +359,23 @@ struct WithBatchNorm {
     bn: burn::nn::BatchNorm,
 }
 
+/// A DP layer the forward pass skips.
+#[derive(Module, Debug)]
+struct WithUnusedLayer {
+    body: DpLinear,
+    unused: DpLinear,
+}
+
+/// The refusal of the parameters a recorded forward pass of `model` leaves without per-example
+/// gradients (what the dry run of `make_private` and the trainer checks), as one line.
+fn unrecorded<M: Module>(model: &M, forward: impl Fn(&M) -> Tensor<2>) -> String {
+    let table = ParamTable::of(model).expect("parameters");
+    let (batch, ()) = BatchGrads::compute(|| (forward(model).sum_dim(1).reshape([2]), ())).expect("recorded");
+    let err = table.check_recorded(batch.layer_params().flatten()).expect_err("a parameter without").to_string();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err
+}
+
 #[test]
 fn a_layer_without_per_example_gradients_is_refused_by_name() {
     let device = backend::cpu().device;
@@ -289,18 +383,97 @@ fn a_layer_without_per_example_gradients_is_refused_by_name() {
         body: DpLinearConfig::new(3, 3).init(&device),
         fc: burn::nn::LinearConfig::new(3, 2).init(&device),
     };
-    let err = ParamTable::of(&model).expect_err("burn-nn's Linear has no per-example gradient").to_string();
-    assert!(err.contains("`fc.weight`") && err.contains("Linear") && err.contains("DpLinear"), "{err}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let x = Tensor::<2>::ones([2, 3], &device);
+    let err = unrecorded(&model, |m| m.fc.forward(m.body.forward(x.clone())));
+    assert!(err.contains("`fc.weight`") && err.contains("a Linear") && err.contains("DpLinear"), "{err}");
     let model = WithBatchNorm {
         conv: DpConv2dConfig::new([1, 2], [3, 3]).init(&device),
         bn: burn::nn::BatchNormConfig::new(2).init(&device),
     };
-    let err = ParamTable::of(&model).expect_err("BatchNorm mixes examples").to_string();
+    let images = Tensor::<4>::ones([2, 1, 5, 5], &device);
+    let err = unrecorded(&model, |m| m.bn.forward(m.conv.forward(images.clone())).flatten(1, 3));
     assert!(err.contains("`bn.") && err.contains("BatchNorm") && err.contains("DpGroupNorm"), "{err}");
+    let model = WithUnusedLayer {
+        body: DpLinearConfig::new(3, 3).init(&device),
+        unused: DpLinearConfig::new(3, 3).init(&device),
+    };
+    let err = unrecorded(&model, |m| m.body.forward(x.clone()));
+    assert!(err.contains("`unused.weight`") && err.contains("a DpLinear"), "{err}");
     // The same layers converted from burn-nn are accepted.
     let converted = DpLinear::from(burn::nn::LinearConfig::new(3, 2).init(&device));
-    assert_eq!(ParamTable::of(&converted).expect("a DP layer").num_params(), 8);
+    let (batch, ()) = BatchGrads::compute(|| (converted.forward(x.clone()).sum_dim(1).reshape([2]), ())).expect("ok");
+    let table = ParamTable::of(&converted).expect("parameters");
+    assert_eq!(table.num_params(), 8);
+    table.check_recorded(batch.layer_params().flatten()).expect("every parameter recorded");
+}
+
+/// burn-nn's convolution, GroupNorm and LayerNorm converted keep their parameters and compute
+/// the same function; what has no DP counterpart is refused in one line.
+#[test]
+fn burn_nn_layers_convert_with_the_same_parameters() {
+    use burn::nn::conv::Conv2dConfig;
+    use burn::nn::{GroupNormConfig, LayerNormConfig, PaddingConfig2d};
+    let device = backend::cpu().device;
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    let same = |a: Tensor<4>, b: Tensor<4>| {
+        let (a, b) = (host(a), host(b));
+        a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-5 * (1.0 + y.abs()))
+    };
+    let x = images(&mut rng, 2, [4, 7, 7], &device);
+    let conv = Conv2dConfig::new([4, 6], [3, 2])
+        .with_stride([2, 1])
+        .with_dilation([1, 2])
+        .with_padding(PaddingConfig2d::Explicit(1, 2, 1, 2))
+        .init(&device);
+    let dp = DpConv2d::try_from(conv.clone()).expect("a plain convolution");
+    assert_eq!(dp.weight.id, conv.weight.id);
+    assert!(same(dp.forward(x.clone()), conv.forward(x.clone())), "convolution");
+    let gn = GroupNormConfig::new(2, 4).with_epsilon(1e-3).init(&device);
+    let dp = DpGroupNorm::try_from(gn.clone()).expect("an affine GroupNorm");
+    assert!(same(dp.forward(x.clone()), gn.forward(x.clone())), "GroupNorm");
+    for bias in [true, false] {
+        let ln = LayerNormConfig::new(7).with_epsilon(1e-3).with_bias(bias).init(&device);
+        let dp = DpLayerNorm::try_from(ln.clone()).expect("a LayerNorm");
+        assert_eq!((dp.epsilon, dp.beta.is_some()), (1e-3, bias));
+        assert!(same(dp.forward(x.clone()), ln.forward(x.clone())), "LayerNorm, bias {bias}");
+    }
+    let refused = [
+        DpConv2d::try_from(Conv2dConfig::new([4, 4], [3, 3]).with_groups(2).init(&device)).err(),
+        DpConv2d::try_from(Conv2dConfig::new([4, 4], [3, 3]).with_padding(PaddingConfig2d::Same).init(&device)).err(),
+        DpConv2d::try_from(
+            Conv2dConfig::new([4, 4], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 0, 1)).init(&device),
+        )
+        .err(),
+        DpGroupNorm::try_from(GroupNormConfig::new(2, 4).with_affine(false).init(&device)).err(),
+    ];
+    for (err, what) in refused.into_iter().zip(["groups", "`Same`", "asymmetric", "affine"]) {
+        let err = err.expect("refused").to_string();
+        assert!(err.contains(what) && err.lines().count() == 1, "{err}");
+    }
+}
+
+/// One module whose two parameters its forward pass records as two layers.
+#[derive(Module, Debug)]
+struct RecordsTwice {
+    a: Param<Tensor<1>>,
+    b: Param<Tensor<1>>,
+}
+
+/// Per-layer clipping splits C over the layers a forward pass records when they outnumber the
+/// model's modules with parameters, so an example's whole clipped gradient stays within C.
+#[test]
+fn per_layer_clipping_holds_when_a_layer_records_twice() {
+    let device = backend::cpu().device;
+    let param = |v: f32| Param::from_tensor(Tensor::<1>::from_data(TensorData::new(vec![v; 3], [3]), &device));
+    let model = RecordsTwice { a: param(2.0), b: param(3.0) };
+    let table = ParamTable::of(&model).expect("parameters");
+    assert_eq!(table.layers().len(), 1, "both parameters sit in one module");
+    let x = Tensor::<2>::from_data(TensorData::new(vec![5.0f32, -4.0, 6.0], [1, 3]), &device);
+    let forward = || (scaled(scaled(x.clone(), &model.a), &model.b).sum_dim(1).reshape([1]), ());
+    let (mut batch, ()) = BatchGrads::compute(forward).expect("recorded");
+    let spec = ClipSpec { clip_norm: 1.0, clipping: Clipping::PerLayer, layers: table.layers().len() };
+    let total: f64 = batch.clipped_sum(Some(spec)).into_iter().map(|g| sq(&host(g.value))).sum();
+    assert!(total.sqrt() <= 1.0 + 1e-5, "one example's clipped gradient has norm {} > C = 1", total.sqrt());
 }
 
 #[test]

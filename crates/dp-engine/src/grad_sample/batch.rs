@@ -57,6 +57,10 @@ impl BatchGrads {
         let factors: Vec<Option<Tensor<1>>> = match clip {
             None => vec![None; self.layers.len()],
             Some(ClipSpec { clip_norm, clipping, layers }) => {
+                // Per-layer bounds split C over the model's layers; should a forward pass record
+                // more layers than that (a layer of a user's that records twice), over those, so
+                // that each example's whole gradient stays within C.
+                let layers = layers.max(self.layers.len());
                 clip_factors(self.sq_norms(), clip_norm, clipping, layers).into_iter().map(Some).collect()
             }
         };

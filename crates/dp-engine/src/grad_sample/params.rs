@@ -1,9 +1,11 @@
-//! The parameters of a model, by `ParamId`, with their paths, shapes and owning DP layers. A
-//! parameter held by anything but a DP layer (BatchNorm, burn-nn's Linear, a bare `Param` field)
-//! has no per-example gradient, so such a model is refused with an error naming the parameter.
+//! The parameters of a model, by `ParamId`, with their paths, shapes and the modules that hold
+//! them. Which parameters have per-example gradients is what a recorded forward pass says (every
+//! DP layer, built in or a user's own, records its parameters through `tape::observe`), not a
+//! list of layer types: [`ParamTable::check_recorded`] refuses a parameter that no layer recorded
+//! (BatchNorm, burn-nn's Linear, a bare `Param` field, a DP layer the forward pass skipped), by
+//! its path and its module's type.
 
 use crate::error::{EngineError, Result};
-use crate::nn::DP_LAYER_TYPES;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::tensor::Tensor;
 
@@ -16,8 +18,10 @@ pub struct ParamInfo {
     pub path: String,
     /// Its shape.
     pub shape: Vec<usize>,
-    /// Index of the DP layer that owns it (into [`ParamTable::layers`]).
+    /// Index of the layer that holds it (into [`ParamTable::layers`]).
     pub layer: usize,
+    /// The type of the module that holds it, e.g. `DpLinear`.
+    pub holder: String,
     /// True where it is stored as the transpose of PyTorch's layout (a DpLinear weight is
     /// [in, out], PyTorch's [out, in]): what follows PyTorch's flattening order needs this.
     pub torch_transposed: bool,
@@ -48,7 +52,6 @@ struct Lister {
     path: Vec<(String, String)>,
     params: Vec<ParamInfo>,
     layers: Vec<String>,
-    refused: Option<String>,
 }
 
 impl ModuleVisitor for Lister {
@@ -62,18 +65,8 @@ impl ModuleVisitor for Lister {
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         let path = self.path.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(".");
-        let holder = self.path.last().map_or("the model itself", |(_, t)| t.as_str());
-        if !DP_LAYER_TYPES.contains(&holder) {
-            self.refused.get_or_insert_with(|| {
-                let holder = holder.trim_start_matches("Struct:").trim_start_matches("Enum:");
-                format!(
-                    "parameter `{path}` belongs to a {holder}, which is not a DP layer (it has no per-example \
-                     gradient): build the model from dp_engine::nn's DpLinear, DpConv2d, DpGroupNorm, DpLayerNorm \
-                     and DpEmbedding (BatchNorm mixes the examples of a batch: use DpGroupNorm)"
-                )
-            });
-            return;
-        }
+        let holder = self.path.last().map_or("module", |(_, t)| t.as_str());
+        let holder = holder.trim_start_matches("Struct:").trim_start_matches("Enum:").to_string();
         let layer_path = path.rsplit_once('.').map_or("", |(l, _)| l).to_string();
         let layer = match self.layers.iter().position(|l| *l == layer_path) {
             Some(i) => i,
@@ -82,23 +75,37 @@ impl ModuleVisitor for Lister {
                 self.layers.len() - 1
             }
         };
-        let torch_transposed = holder == "Struct:DpLinear" && path.ends_with("weight");
-        self.params.push(ParamInfo { id: param.id, path, shape: param.lazy_shape().to_vec(), layer, torch_transposed });
+        let torch_transposed = holder == "DpLinear" && path.ends_with("weight");
+        let shape = param.lazy_shape().to_vec();
+        self.params.push(ParamInfo { id: param.id, path, shape, layer, holder, torch_transposed });
     }
 }
 
 impl ParamTable {
-    /// The parameters of `model`; refused when one is not held by a DP layer, or there is none.
+    /// The parameters of `model`; refused when there is none.
     pub fn of<M: Module>(model: &M) -> Result<Self> {
         let mut lister = Lister::default();
         model.visit(&mut lister);
-        if let Some(reason) = lister.refused {
-            return Err(EngineError::Unsupported(reason));
-        }
         if lister.params.is_empty() {
             return Err(EngineError::Unsupported("the model has no trainable parameter".into()));
         }
         Ok(Self { params: lister.params, layers: lister.layers })
+    }
+
+    /// Refuses the first parameter that is not among `recorded` (the parameters the layers of a
+    /// recorded forward pass named): it would have no per-example gradient.
+    pub fn check_recorded<'a>(&self, recorded: impl IntoIterator<Item = &'a ParamId>) -> Result<()> {
+        let recorded: Vec<&ParamId> = recorded.into_iter().collect();
+        match self.params.iter().find(|p| !recorded.contains(&&p.id)) {
+            None => Ok(()),
+            Some(p) => Err(EngineError::Unsupported(format!(
+                "parameter `{}` belongs to a {}, which recorded no per-example gradient in the forward pass: build \
+                 the model from dp_engine::nn's DpLinear, DpConv2d, DpGroupNorm, DpLayerNorm and DpEmbedding \
+                 (burn-nn's convert with `.into()`), or give a layer of your own per-example gradients through \
+                 dp_engine::grad_sample::tape::observe (BatchNorm mixes the examples of a batch: use DpGroupNorm)",
+                p.path, p.holder
+            ))),
+        }
     }
 
     /// The parameters, in visiting order.

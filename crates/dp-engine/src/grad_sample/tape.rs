@@ -107,6 +107,11 @@ impl Tape {
         self.entries.len()
     }
 
+    /// The parameters the recorded layers named, in forward order.
+    pub fn params(&self) -> impl Iterator<Item = &ParamId> {
+        self.entries.iter().flat_map(|e| e.params.iter())
+    }
+
     /// True when the forward pass went through no DP layer.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

@@ -4,6 +4,7 @@
 //! unfolded input patches (the im2col kernel, outside autodiff) are kept for the per-example
 //! gradients (`grad_sample::affine`: ghost norm or materialised, whichever is cheaper).
 
+use crate::error::EngineError;
 use crate::grad_sample::affine::{AffineGrads, WeightLayout};
 use crate::grad_sample::tape::{Finish, observe};
 use burn::config::Config;
@@ -77,6 +78,35 @@ impl DpConv2dConfig {
             dilation: self.dilation,
             standardize: self.standardize,
         }
+    }
+}
+
+impl TryFrom<burn::nn::conv::Conv2d> for DpConv2d {
+    type Error = EngineError;
+
+    /// The same parameters (and records): a burn-nn convolution fine-tuned with per-example
+    /// gradients. Grouped convolutions and `Same` or asymmetric padding have no DP counterpart.
+    fn try_from(layer: burn::nn::conv::Conv2d) -> Result<Self, EngineError> {
+        use burn::nn::PaddingConfig2d;
+        let refuse =
+            |what: String| Err(EngineError::Unsupported(format!("a Conv2d with {what} has no DP counterpart")));
+        if layer.groups != 1 {
+            return refuse(format!("{} groups", layer.groups));
+        }
+        let padding = match layer.padding {
+            PaddingConfig2d::Valid => [0, 0],
+            PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => [top, left],
+            PaddingConfig2d::Same => return refuse("`Same` padding (give it explicitly)".into()),
+            PaddingConfig2d::Explicit(..) => return refuse("asymmetric padding".into()),
+        };
+        Ok(DpConv2d {
+            weight: layer.weight,
+            bias: layer.bias,
+            stride: layer.stride,
+            padding,
+            dilation: layer.dilation,
+            standardize: false,
+        })
     }
 }
 

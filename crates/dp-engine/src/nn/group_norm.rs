@@ -3,6 +3,7 @@
 //! normalises every example on its own, which makes it the DP replacement for BatchNorm (De et
 //! al. 2022). Per-example gradients of gamma and beta: `grad_sample::scale_shift`.
 
+use crate::error::EngineError;
 use crate::grad_sample::scale_shift::ScaleShiftGrads;
 use crate::grad_sample::tape::{Finish, observe};
 use crate::normalize::normalize_rows;
@@ -55,6 +56,23 @@ impl DpGroupNormConfig {
     }
 }
 
+impl TryFrom<burn::nn::GroupNorm> for DpGroupNorm {
+    type Error = EngineError;
+
+    /// The same parameters (and records): a burn-nn GroupNorm fine-tuned with per-example
+    /// gradients. One without `affine` has no parameter and needs no conversion.
+    fn try_from(layer: burn::nn::GroupNorm) -> Result<Self, EngineError> {
+        match (layer.gamma, layer.beta) {
+            (Some(gamma), Some(beta)) => {
+                Ok(DpGroupNorm { gamma, beta, num_groups: layer.num_groups, epsilon: layer.epsilon })
+            }
+            _ => Err(EngineError::Unsupported(
+                "a GroupNorm without affine parameters has no per-example gradient to compute: keep burn-nn's".into(),
+            )),
+        }
+    }
+}
+
 impl DpGroupNorm {
     /// Normalises x [B, C, ...].
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
@@ -68,7 +86,7 @@ impl DpGroupNorm {
         let y = observe("DpGroupNorm", &[gamma, beta], y, || -> Finish {
             let xhat = normalized.inner();
             Box::new(move |g: Tensor<2>| {
-                Box::new(ScaleShiftGrads::new(xhat, g.reshape([b, c, positions]), gamma, beta))
+                Box::new(ScaleShiftGrads::new(xhat, g.reshape([b, c, positions]), gamma, Some(beta)))
             })
         });
         y.reshape(dims)

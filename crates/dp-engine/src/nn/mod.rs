@@ -3,6 +3,12 @@
 //! what its per-example gradients need. A user's model is an ordinary `#[derive(Module)]` struct
 //! built from these and parameter-free modules, with any forward graph (residual adds,
 //! concatenation, activations, pooling, dropout, reshapes).
+//!
+//! The set is open: a layer of a user's own has per-example gradients when its forward pass
+//! returns its output through `grad_sample::tape::observe`, with its parameters' ids and a
+//! closure that turns what it kept (its input, detached) and dL/dz [B, rest] into a
+//! `grad_sample::PerExampleGrads` (per-example squared norms and weighted sums); the built-in
+//! layers do exactly that (docs/ARCHITECTURE.md, "Adding a layer").
 
 pub mod conv2d;
 pub mod embedding;
@@ -15,8 +21,3 @@ pub use embedding::{DpEmbedding, DpEmbeddingConfig};
 pub use group_norm::{DpGroupNorm, DpGroupNormConfig};
 pub use layer_norm::{DpLayerNorm, DpLayerNormConfig};
 pub use linear::{DpLinear, DpLinearConfig};
-
-/// The module types (as Burn's visitor names them) whose parameters have per-example gradients:
-/// the registry that `grad_sample::params` checks a model against.
-pub const DP_LAYER_TYPES: [&str; 5] =
-    ["Struct:DpLinear", "Struct:DpConv2d", "Struct:DpGroupNorm", "Struct:DpLayerNorm", "Struct:DpEmbedding"];
