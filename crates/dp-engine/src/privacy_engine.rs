@@ -55,6 +55,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct PrivacyEngine {
     config: TrainConfig,
+    /// The mechanism-specific options set, by configuration key: refused by `make_private` when
+    /// the mechanism does not read them (an option that silently does nothing misleads).
+    options_set: Vec<&'static str>,
 }
 
 impl Default for PrivacyEngine {
@@ -63,7 +66,8 @@ impl Default for PrivacyEngine {
     }
 }
 
-/// A builder method setting one field of the run's configuration.
+/// A builder method setting one field of the run's configuration; `option` marks a field only
+/// some mechanisms read.
 macro_rules! setting {
     ($(#[$doc:meta])* $name:ident: $ty:ty => $field:ident $(= $wrap:path)?) => {
         $(#[$doc])*
@@ -72,12 +76,20 @@ macro_rules! setting {
             self
         }
     };
+    ($(#[$doc:meta])* option $name:ident: $ty:ty => $field:ident) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.config.$field = value;
+            self.options_set.push(stringify!($field));
+            self
+        }
+    };
 }
 
 impl PrivacyEngine {
     /// The default settings (see [`PrivacyEngine`]).
     pub fn new() -> Self {
-        Self { config: TrainConfig::default() }
+        Self { config: TrainConfig::default(), options_set: Vec::new() }
     }
 
     setting!(
@@ -127,15 +139,15 @@ impl PrivacyEngine {
     );
     setting!(
         /// ls-sgd: the Laplacian smoothing parameter s.
-        ls_sigma: f64 => ls_sigma
+        option ls_sigma: f64 => ls_sigma
     );
     setting!(
         /// ls-sgd: smooth each parameter tensor, or the whole model as one vector.
-        ls_scope: SmoothingScope => ls_scope
+        option ls_scope: SmoothingScope => ls_scope
     );
     setting!(
         /// optimized-paper: recompute the full-data gradient every this many lots.
-        sensitivity_every: u64 => sensitivity_every
+        option sensitivity_every: u64 => sensitivity_every
     );
     setting!(
         /// A reproducible run: lots and noise derive from the seed, so the guarantee holds only
@@ -156,6 +168,11 @@ impl PrivacyEngine {
     ) -> Result<DpOptimizer<M>> {
         let config = self.config;
         let mechanism: Arc<dyn mechanism::Mechanism> = mechanism::for_config(&config)?.into();
+        if let Some(key) = self.options_set.iter().find(|key| !mechanism.options().contains(key)) {
+            let reason =
+                format!("an option of another mechanism: the {:?} mechanism does not read it", mechanism.name());
+            return Err(EngineError::invalid(key, reason));
+        }
         config.validate(mechanism.as_ref())?;
         if source.is_empty() {
             return Err(EngineError::Data("the lot source holds no example".into()));

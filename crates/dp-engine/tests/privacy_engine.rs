@@ -21,6 +21,7 @@ use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::nn::{DpLinear, DpLinearConfig};
 use dp_engine::privacy_engine::PrivacyEngine;
 use dp_engine::step::lot::{ExampleLosses, LotSource};
+use dp_engine::train_config::MechanismName;
 use dp_engine::{EngineError, SelectedDevice};
 use oracle::{assert_close, param_value};
 
@@ -188,4 +189,20 @@ fn mistakes_in_the_model_or_the_loss_are_one_line_errors_before_the_run() {
         .lot_size(4)
         .make_private(&model, SgdConfig::new().init(), &Squares::new(8), &device)
         .expect("fine");
+}
+
+/// An option of another mechanism is refused, not silently ignored; the mechanism that reads it
+/// takes it.
+#[test]
+fn an_option_of_another_mechanism_is_refused() {
+    let device = backend::cpu();
+    let model = regressor(&device);
+    let data = Squares::new(8);
+    let engine = || PrivacyEngine::new().noise_multiplier(1.0).lot_size(4);
+    let make = |engine: PrivacyEngine| engine.make_private(&model, SgdConfig::new().init(), &data, &device).err();
+    let err = make(engine().ls_sigma(2.0)).expect("gaussian reads no smoothing").to_string();
+    assert!(err.contains("ls_sigma") && err.contains("Gaussian") && err.lines().count() == 1, "{err}");
+    let err = make(engine().mechanism(MechanismName::LsSgd).sensitivity_every(5)).expect("refused").to_string();
+    assert!(err.contains("sensitivity_every") && err.contains("LsSgd"), "{err}");
+    assert!(make(engine().mechanism(MechanismName::LsSgd).ls_sigma(2.0)).is_none(), "ls-sgd reads ls_sigma");
 }
