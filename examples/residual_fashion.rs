@@ -97,7 +97,7 @@ fn main() -> anyhow::Result<()> {
         .clip_norm(1.0)
         .lot_size(512)
         .epochs(4.0)
-        .make_private(&model, sgd.init(), &source, &device)?;
+        .make_private(&model, sgd.init(), &source, &device.device)?;
     println!(
         "residual GroupNorm CNN on {}: noise multiplier {:.3}, {} steps planned, {}",
         device.name,

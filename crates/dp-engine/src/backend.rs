@@ -3,6 +3,7 @@
 //! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path).
 
 use crate::error::{EngineError, Result};
+use burn::backend::DispatchDevice;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
@@ -76,6 +77,43 @@ impl DeviceChoice {
             DeviceChoice::Ndarray => Ok(ndarray()),
             DeviceChoice::Wgpu => open_wgpu(),
             DeviceChoice::Auto => Ok(open_wgpu().ok().filter(|d| d.hardware).unwrap_or_else(cpu)),
+        }
+    }
+}
+
+impl SelectedDevice {
+    /// The run's view of a Burn `device` a library user already has (with or without autodiff):
+    /// its backend decides how batches are shaped (on wgpu padded so that shapes repeat).
+    #[allow(deprecated)] // NdArray: the oracle tests' reference backend.
+    pub fn of(device: &Device) -> Self {
+        let device = device.clone().without_autodiff();
+        let identity = device.identity().map(|id| (id.name, id.physical.is_some()));
+        match device.as_dispatch() {
+            DispatchDevice::Flex(_) => cpu(),
+            DispatchDevice::NdArray(_) => ndarray(),
+            _ => {
+                let (name, hardware) = identity.unwrap_or_else(|| ("unknown adapter".into(), false));
+                SelectedDevice { device, backend: "wgpu", name, hardware }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Burn device a user holds maps to the backend it runs on, autodiff or not.
+    #[test]
+    #[allow(deprecated)]
+    fn a_burn_device_is_seen_as_its_backend() {
+        for (device, backend) in [(Device::flex(), "cpu"), (Device::ndarray(), "ndarray")] {
+            assert_eq!(SelectedDevice::of(&device).backend, backend);
+            assert_eq!(SelectedDevice::of(&device.autodiff()).backend, backend);
+        }
+        if let Some(device) = dp_kernels::wgpu_probe::wgpu_for_tests() {
+            let selected = SelectedDevice::of(&device.clone().autodiff());
+            assert_eq!((selected.backend, selected.device.is_autodiff()), ("wgpu", false));
         }
     }
 }

@@ -9,7 +9,7 @@
 //! ```no_run
 //! # use dp_engine::privacy_engine::PrivacyEngine;
 //! # fn demo<M: burn::module::Module>(model: M, source: &dyn dp_engine::step::lot::LotSource<M>) -> dp_engine::Result<()> {
-//! let device = dp_engine::backend::cpu();
+//! let device = burn::tensor::Device::flex(); // any Burn device: flex, wgpu, ndarray
 //! let optimizer = burn::optim::SgdConfig::new().init();
 //! let mut dp = PrivacyEngine::new()
 //!     .target_epsilon(3.0)
@@ -164,8 +164,9 @@ impl PrivacyEngine {
         model: &M,
         optimizer: ModuleOptimizer,
         source: &dyn LotSource<M>,
-        device: &SelectedDevice,
+        device: &Device,
     ) -> Result<DpOptimizer<M>> {
+        let device = SelectedDevice::of(device);
         let config = self.config;
         let mechanism: Arc<dyn mechanism::Mechanism> = mechanism::for_config(&config)?.into();
         if let Some(key) = self.options_set.iter().find(|key| !mechanism.options().contains(key)) {
@@ -183,7 +184,7 @@ impl PrivacyEngine {
         let sampler = fresh_sampler(&config, &plan, ChaChaState::new(config.seed, SAMPLER_STREAM))?;
         let state = StepState::fresh(sampler, ChaChaState::new(config.seed, NOISE_STREAM));
         let start = StartFrom { state, steps_taken: 0, canaries: None };
-        DpOptimizer::assemble(config, mechanism, plan, &table, optimizer, start, device)
+        DpOptimizer::assemble(config, mechanism, plan, &table, optimizer, start, &device)
     }
 }
 

@@ -107,7 +107,7 @@ fn one_step_without_noise_or_clipping_is_gradient_descent_on_the_users_loss() {
         .lot_size(6)
         .epochs(1.0)
         .seed(7)
-        .make_private(&model, SgdConfig::new().init(), &data, &device)
+        .make_private(&model, SgdConfig::new().init(), &data, &device.device)
         .expect("a valid run");
     assert_eq!(dp.planned_steps(), 1);
     let lr = 0.1;
@@ -140,7 +140,7 @@ fn a_calibrated_run_spends_its_target_certified_and_stops_at_its_plan() {
         .delta(1e-3)
         .lot_size(20)
         .epochs(2.0)
-        .make_private(&model, SgdConfig::new().init(), &data, &device)
+        .make_private(&model, SgdConfig::new().init(), &data, &device.device)
         .expect("a valid run");
     assert_eq!(dp.planned_steps(), 20);
     let z = dp.noise_multiplier().expect("calibrated");
@@ -164,7 +164,7 @@ fn refusal<M: Forward>(model: &M, data: &Squares) -> String {
     let err = PrivacyEngine::new()
         .noise_multiplier(1.0)
         .lot_size(4)
-        .make_private(model, SgdConfig::new().init(), data, &device)
+        .make_private(model, SgdConfig::new().init(), data, &device.device)
         .err()
         .expect("a mistake")
         .to_string();
@@ -187,7 +187,7 @@ fn mistakes_in_the_model_or_the_loss_are_one_line_errors_before_the_run() {
     PrivacyEngine::new()
         .noise_multiplier(1.0)
         .lot_size(4)
-        .make_private(&model, SgdConfig::new().init(), &Squares::new(8), &device)
+        .make_private(&model, SgdConfig::new().init(), &Squares::new(8), &device.device)
         .expect("fine");
 }
 
@@ -199,7 +199,8 @@ fn an_option_of_another_mechanism_is_refused() {
     let model = regressor(&device);
     let data = Squares::new(8);
     let engine = || PrivacyEngine::new().noise_multiplier(1.0).lot_size(4);
-    let make = |engine: PrivacyEngine| engine.make_private(&model, SgdConfig::new().init(), &data, &device).err();
+    let make =
+        |engine: PrivacyEngine| engine.make_private(&model, SgdConfig::new().init(), &data, &device.device).err();
     let err = make(engine().ls_sigma(2.0)).expect("gaussian reads no smoothing").to_string();
     assert!(err.contains("ls_sigma") && err.contains("Gaussian") && err.lines().count() == 1, "{err}");
     let err = make(engine().mechanism(MechanismName::LsSgd).sensitivity_every(5)).expect("refused").to_string();
