@@ -16,6 +16,19 @@ pub enum EngineError {
     /// A model asks for a layer that has no DP implementation.
     #[error("{0}")]
     Unsupported(String),
+    /// A parameter was used twice in one forward pass (weight sharing): its per-example gradient
+    /// would need both uses' contributions before the norm. `ParamTable::name_shared` puts the
+    /// parameter's path in place of its id.
+    #[error(
+        "parameter {param} is used twice in one forward pass (weight sharing; the second use is a {layer}): \
+         per-example gradients of shared weights are not supported, give each use its own layer"
+    )]
+    SharedParameter {
+        /// The parameter: its id, or its path once named.
+        param: String,
+        /// The type of the layer that used it the second time.
+        layer: &'static str,
+    },
     /// The requested device cannot be used.
     #[error("device: {0}")]
     Device(String),

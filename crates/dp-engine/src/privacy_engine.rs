@@ -201,7 +201,7 @@ pub fn dry_run<M: Module>(
     let lot: Vec<usize> = (0..source.len().min(2)).collect();
     let inference = model.valid();
     without_panics(|| {
-        let (out, tape) = recording(|| source.losses(&inference, &lot, device))?;
+        let (out, tape) = recording(|| source.losses(&inference, &lot, device)).map_err(|e| table.name_shared(e))?;
         let dims = out.losses.dims();
         if dims != [lot.len()] {
             return Err(EngineError::invalid(

@@ -24,7 +24,7 @@ struct Entry {
 pub struct Tape {
     entries: Vec<Entry>,
     /// Why the forward pass cannot be privatised (the first reason found).
-    refused: Option<String>,
+    refused: Option<EngineError>,
 }
 
 /// One DP layer's per-example gradients, with the parameters they belong to.
@@ -63,8 +63,8 @@ pub fn recording<T>(forward: impl FnOnce() -> T) -> Result<(T, Tape)> {
     let output = forward();
     let tape = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();
     drop(guard);
-    if let Some(reason) = tape.refused {
-        return Err(EngineError::Unsupported(reason));
+    if let Some(refusal) = tape.refused {
+        return Err(refusal);
     }
     Ok((output, tape))
 }
@@ -82,16 +82,12 @@ pub fn observe<const D: usize>(
         let mut active = a.borrow_mut();
         let Some(tape) = active.as_mut() else { return output };
         if D < 2 {
-            tape.refused.get_or_insert_with(|| format!("a {layer}'s output has no batch dimension"));
+            tape.refused
+                .get_or_insert_with(|| EngineError::Unsupported(format!("a {layer}'s output has no batch dimension")));
             return output;
         }
         if let Some(id) = tape.entries.iter().flat_map(|e| e.params.iter()).find(|id| params.contains(id)) {
-            tape.refused.get_or_insert_with(|| {
-                format!(
-                    "parameter {id} is used twice in one forward pass (weight sharing; the second use is a \
-                     {layer}): per-example gradients of shared weights are not supported, give each use its own layer"
-                )
-            });
+            tape.refused.get_or_insert_with(|| EngineError::SharedParameter { param: id.to_string(), layer });
         }
         let dims = output.dims();
         let flat = output.flatten::<2>(1, D - 1);

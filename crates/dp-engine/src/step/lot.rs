@@ -107,7 +107,8 @@ pub fn lot_sum<M>(
                 None => out.losses,
             };
             (losses.clone(), (losses.inner().sum(), out.correct))
-        })?;
+        })
+        .map_err(|e| table.name_shared(e))?;
         let (loss_sum, correct) = correct;
         metrics.add(loss_sum, correct.map(|c| c.narrow(0, 0, chunk.len()).sum()));
         for ParamGrad { id, value } in grads.clipped_sum(clip) {
