@@ -6,7 +6,6 @@
 //! checked against the run), canary placement; then the loop steps the library's
 //! [`DpOptimizer`], as a library user would.
 
-use crate::allocation::StepNoise;
 use crate::backend::SelectedDevice;
 use crate::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
 use crate::checkpoint::{Checkpoint, Header, checkpoint_path, values_digest};
@@ -94,6 +93,31 @@ pub enum Event {
         /// Privacy spent so far.
         privacy: PrivacySpent,
     },
+}
+
+impl Event {
+    /// The start of a session of `dp` on `device`, for a model of `table` on `train_examples`,
+    /// from step `start_step`.
+    fn started(
+        dp: &DpOptimizer<ZooModel>,
+        device: &SelectedDevice,
+        table: &ParamTable,
+        train_examples: usize,
+        start_step: u64,
+    ) -> Self {
+        Event::Started {
+            device: format!("{} ({})", device.backend, device.name),
+            parameters: table.num_params(),
+            train_examples,
+            sample_rate: dp.sample_rate(),
+            noise_multiplier: dp.noise_multiplier(),
+            planned_steps: dp.planned_steps(),
+            start_step,
+            planned_privacy: dp.planned_privacy().clone(),
+            planned_sigma_privacy: dp.planned_second_readout().cloned(),
+            notes: dp.notes().to_vec(),
+        }
+    }
 }
 
 /// The final report of a run (also written to report.json).
@@ -359,15 +383,27 @@ fn restored_allocation(
     Ok(Some(state))
 }
 
-/// Canaries for a one-run audit of a run of `plan` on a model of `table`, placed on the noise
-/// of a step computed before any canary counts (`noise`).
+/// Canaries for a one-run audit of `run` on `model` (of `table`), placed on the noise of a step
+/// computed before any canary counts. Refused for the baseline, which releases no noise.
 fn place_canaries(
     request: AuditRequest,
-    config: &TrainConfig,
-    plan: &Plan,
-    noise: &StepNoise,
+    run: &RunOf<'_>,
+    model: &ZooModel,
+    source: &CrossEntropyLots<'_>,
+    batching: Batching,
     table: &ParamTable,
 ) -> Result<WhiteBoxCanaries> {
+    let RunOf { config, plan, mechanism, device, .. } = *run;
+    let Some(z) = plan.z else {
+        return Err(EngineError::invalid(
+            "audit",
+            "white-box canaries are scored on the noisy release: the mechanism none releases no noise",
+        ));
+    };
+    let inference = model.valid();
+    let noise = mechanism
+        .allocation(z, config, table)
+        .step_noise(0, table, &mut || mean_gradient(&inference, source, batching, table, None, device))?;
     let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
     let bound = plan.clipping.layer_bound(config.clip_norm, table.layers().len());
     WhiteBoxCanaries::for_run(request.canaries, plan.sample_rate, config.seed, &noise.scales, &sizes, bound)
@@ -470,15 +506,7 @@ pub fn train(
     let run_dir = config.out_dir.clone();
     check_session(&session, &run_dir)?;
     let ckpt_path = checkpoint_path(&run_dir);
-    let (mut lock, checkpoint, config, keys) = match session.resume {
-        // A resumed run continues with its own configuration, whatever else was passed.
-        true => {
-            let lock = RunLock::acquire(&run_dir)?;
-            let (ckpt, own, keys) = load_run(&run_dir, config.seed)?;
-            (Some(lock), Some(ckpt), own, keys)
-        }
-        false => (None, None, config.clone(), RunKeys::generate(config.seed)),
-    };
+    let Opened { mut lock, checkpoint, config, keys } = open_run(config, &session, &run_dir)?;
     let mechanism: Arc<dyn Mechanism> = mechanism::for_config(&config)?.into();
     config.validate(mechanism.as_ref())?;
     let (train_data, test_data) = load_data(&config)?;
@@ -498,21 +526,12 @@ pub fn train(
     let source = CrossEntropyLots { data: &train_data };
     let fresh_table = ParamTable::of(&model)?;
     // Canaries (a fresh run only) are placed before anything is written.
-    let canaries = match (session.audit, plan.z) {
-        (Some(request), Some(z)) => {
-            let (inference, table) = (model.valid(), &fresh_table);
-            let noise = mechanism
-                .allocation(z, &config, table)
-                .step_noise(0, table, &mut || mean_gradient(&inference, &source, batching, table, None, dev))?;
-            Some(place_canaries(request, &config, &plan, &noise, table)?)
+    let canaries = match session.audit {
+        Some(request) => {
+            let run = RunOf { config: &config, plan: &plan, mechanism: mechanism.as_ref(), keys: &keys, device: dev };
+            Some(place_canaries(request, &run, &model, &source, batching, &fresh_table)?)
         }
-        (Some(_), None) => {
-            return Err(EngineError::invalid(
-                "audit",
-                "white-box canaries are scored on the noisy release: the mechanism none releases no noise",
-            ));
-        }
-        (None, _) => None,
+        None => None,
     };
     let (config_digest, restored) = match checkpoint {
         Some(ckpt) => {
@@ -524,17 +543,12 @@ pub fn train(
         None => {
             dry_run(&model, &source, batching, &fresh_table, dev)?;
             lock = Some(RunLock::acquire(&run_dir)?);
-            let digest = run_folder::start(&run_dir, &config, plan.z, session.overwrite, &keys)?;
-            let state = StepState::fresh(fresh_sampler(&config, &plan, keys.sampler_stream())?, keys.noise_stream());
-            let started = unix_now();
-            (
-                digest,
-                Restored { model: model.train(), optimizer: fresh_optimizer, state, step: 0, seconds: 0.0, started },
-            )
+            let run = RunOf { config: &config, plan: &plan, mechanism: mechanism.as_ref(), keys: &keys, device: dev };
+            start_fresh(&run, model, fresh_optimizer, session.overwrite)?
         }
     };
     let _held = lock;
-    let Restored { mut model, optimizer, state, mut step, mut seconds, started } = restored;
+    let Restored { model, optimizer, state, step, seconds, started } = restored;
     let metrics_path = run_dir.join(METRICS_FILE);
     if session.resume {
         run_folder::keep_metrics_until(&metrics_path, step)?;
@@ -543,85 +557,178 @@ pub fn train(
     let table = ParamTable::of(&model)?;
     let start = StartFrom { state, steps_taken: step, canaries };
     let mut dp = DpOptimizer::assemble(config.clone(), mechanism, plan, &table, optimizer, start, device)?;
-    let planned_steps = dp.planned_steps();
-    observe(&Event::Started {
-        device: format!("{} ({})", device.backend, device.name),
-        parameters: table.num_params(),
-        train_examples: train_data.len(),
-        sample_rate: dp.sample_rate(),
-        noise_multiplier: dp.noise_multiplier(),
-        planned_steps,
-        start_step: step,
-        planned_privacy: dp.planned_privacy().clone(),
-        planned_sigma_privacy: dp.planned_second_readout().cloned(),
-        notes: dp.notes().to_vec(),
-    });
-    let steps_per_epoch = ((train_data.len() as f64 / config.lot_size as f64).round() as u64).max(1);
-    let log_every = (steps_per_epoch / 10).max(1);
-    let mut segment = Instant::now();
-    let mut interrupted = false;
-    let stop_at = session.stop_after.map_or(planned_steps, |s| step.saturating_add(s).min(planned_steps));
-    let seeded = config.seed.is_some();
-    while step < stop_at {
-        let (next, metrics) = dp.step(model, &source, config.learning_rate)?;
-        model = next;
-        step += 1;
-        observe(&Event::Progress { step });
-        if (step % log_every == 0 || step == planned_steps)
-            && let Some((loss, accuracy)) = metrics.read()
-        {
-            if !loss.is_finite() {
-                return Err(EngineError::Diverged(format!(
-                    "loss is {loss} at step {step}; lower --learning-rate (the last checkpoint is kept)"
-                )));
-            }
-            let event = Event::Step { step, loss, accuracy };
-            run_folder::log(&metrics_path, &event)?;
-            observe(&event);
-        }
-        if step % steps_per_epoch == 0 || step == planned_steps {
-            let event =
-                Event::Evaluated { step, test_accuracy: evaluate(&model, &test_data, dev), privacy: dp.privacy()? };
-            run_folder::log(&metrics_path, &event)?;
-            observe(&event);
-        }
-        interrupted = session.interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst));
-        if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at || interrupted {
-            seconds += segment.elapsed().as_secs_f64();
-            segment = Instant::now();
-            let snap = Snapshot { config_digest: &config_digest, seeded, started, planned_steps, step, seconds };
-            save(&snap, &model, dp.optimizer(), dp.state(), &keys, &ckpt_path)?;
-        }
-        if interrupted {
-            break;
-        }
+    observe(&Event::started(&dp, device, &table, train_data.len(), step));
+    let steps = StepLoop {
+        config: &config,
+        session: &session,
+        source: &source,
+        test_data: &test_data,
+        device: dev,
+        metrics_path,
+        ckpt_path,
+        keys: &keys,
+        config_digest,
+        started,
+    };
+    let ended = steps.run(&mut dp, Ended { model, step, seconds, interrupted: false }, observe)?;
+    let report = finish(&dp, &ended, &config, &session, device, &test_data)?;
+    if report.completed && !session.keep_key {
+        RunKeys::remove(&run_dir)?;
     }
-    let test_accuracy = evaluate(&model, &test_data, dev);
+    Ok(report)
+}
+
+/// Starts a fresh run of `run` in its folder (written now: configuration, keys): the model in
+/// training state, the optimiser given, a new sampler and noise stream, the folder's digest.
+fn start_fresh(
+    run: &RunOf<'_>,
+    model: ZooModel,
+    optimizer: ModuleOptimizer,
+    overwrite: bool,
+) -> Result<(String, Restored)> {
+    let RunOf { config, plan, keys, .. } = *run;
+    let digest = run_folder::start(&config.out_dir, config, plan.z, overwrite, keys)?;
+    let state = StepState::fresh(fresh_sampler(config, plan, keys.sampler_stream())?, keys.noise_stream());
+    let started = unix_now();
+    Ok((digest, Restored { model: model.train(), optimizer, state, step: 0, seconds: 0.0, started }))
+}
+
+/// A run folder opened for this invocation: its lock (a resumed run takes it at once), its
+/// checkpoint, the configuration the run goes on with, and its keys.
+struct Opened {
+    lock: Option<RunLock>,
+    checkpoint: Option<Checkpoint>,
+    config: TrainConfig,
+    keys: RunKeys,
+}
+
+/// Opens the run: a resumed run continues with its own configuration, whatever else was passed;
+/// a fresh one draws its keys (from the seed of a `--seed` run).
+fn open_run(config: TrainConfig, session: &Session, run_dir: &Path) -> Result<Opened> {
+    if session.resume {
+        let lock = RunLock::acquire(run_dir)?;
+        let (ckpt, own, keys) = load_run(run_dir, config.seed)?;
+        return Ok(Opened { lock: Some(lock), checkpoint: Some(ckpt), config: own, keys });
+    }
+    let keys = RunKeys::generate(config.seed);
+    Ok(Opened { lock: None, checkpoint: None, config, keys })
+}
+
+/// Where the step loop is: the model and the steps and seconds so far, and whether it was
+/// interrupted.
+struct Ended {
+    model: ZooModel,
+    step: u64,
+    seconds: f64,
+    interrupted: bool,
+}
+
+/// What the step loop needs besides the optimiser and the model.
+struct StepLoop<'a> {
+    config: &'a TrainConfig,
+    session: &'a Session,
+    source: &'a CrossEntropyLots<'a>,
+    test_data: &'a ImageDataset,
+    device: &'a Device,
+    metrics_path: PathBuf,
+    ckpt_path: PathBuf,
+    keys: &'a RunKeys,
+    config_digest: String,
+    started: u64,
+}
+
+impl StepLoop<'_> {
+    /// Steps from `at` until the plan, `--stop-after` or an interrupt ends the session: metrics
+    /// every tenth of an epoch, an evaluation every epoch, a checkpoint as configured and at the
+    /// end.
+    fn run(&self, dp: &mut DpOptimizer<ZooModel>, at: Ended, observe: &mut dyn FnMut(&Event)) -> Result<Ended> {
+        let (config, session) = (self.config, self.session);
+        let Ended { mut model, mut step, mut seconds, mut interrupted } = at;
+        let planned_steps = dp.planned_steps();
+        let steps_per_epoch = ((self.source.data.len() as f64 / config.lot_size as f64).round() as u64).max(1);
+        let log_every = (steps_per_epoch / 10).max(1);
+        let mut segment = Instant::now();
+        let stop_at = session.stop_after.map_or(planned_steps, |s| step.saturating_add(s).min(planned_steps));
+        while step < stop_at {
+            let (next, metrics) = dp.step(model, self.source, config.learning_rate)?;
+            model = next;
+            step += 1;
+            observe(&Event::Progress { step });
+            if (step % log_every == 0 || step == planned_steps)
+                && let Some((loss, accuracy)) = metrics.read()
+            {
+                if !loss.is_finite() {
+                    return Err(EngineError::Diverged(format!(
+                        "loss is {loss} at step {step}; lower --learning-rate (the last checkpoint is kept)"
+                    )));
+                }
+                self.log(&Event::Step { step, loss, accuracy }, observe)?;
+            }
+            if step % steps_per_epoch == 0 || step == planned_steps {
+                let test_accuracy = evaluate(&model, self.test_data, self.device);
+                self.log(&Event::Evaluated { step, test_accuracy, privacy: dp.privacy()? }, observe)?;
+            }
+            interrupted = session.interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst));
+            if (config.checkpoint_every > 0 && step % config.checkpoint_every == 0) || step == stop_at || interrupted {
+                seconds += segment.elapsed().as_secs_f64();
+                segment = Instant::now();
+                let snap = Snapshot {
+                    config_digest: &self.config_digest,
+                    seeded: config.seed.is_some(),
+                    started: self.started,
+                    planned_steps,
+                    step,
+                    seconds,
+                };
+                save(&snap, &model, dp.optimizer(), dp.state(), self.keys, &self.ckpt_path)?;
+            }
+            if interrupted {
+                break;
+            }
+        }
+        Ok(Ended { model, step, seconds, interrupted })
+    }
+
+    /// Appends `event` to the run's metrics and shows it.
+    fn log(&self, event: &Event, observe: &mut dyn FnMut(&Event)) -> Result<()> {
+        run_folder::log(&self.metrics_path, event)?;
+        observe(event);
+        Ok(())
+    }
+}
+
+/// The report of the session that `ended`, written to the run folder.
+fn finish(
+    dp: &DpOptimizer<ZooModel>,
+    ended: &Ended,
+    config: &TrainConfig,
+    session: &Session,
+    device: &SelectedDevice,
+    test_data: &ImageDataset,
+) -> Result<TrainReport> {
     let spent = dp.privacy()?;
+    let planned_steps = dp.planned_steps();
     let report = TrainReport {
-        test_accuracy,
+        test_accuracy: evaluate(&ended.model, test_data, &device.device),
         epsilon: spent.epsilon,
         delta: spent.delta,
         accountant: spent.accountant,
         guarantee: spent.guarantee,
         sigma_privacy: dp.second_readout()?,
-        steps: step,
-        seconds,
+        steps: ended.step,
+        seconds: ended.seconds,
         noise_multiplier: dp.noise_multiplier(),
         sample_rate: dp.sample_rate(),
         device: format!("{} ({})", device.backend, device.name),
         model: config.model.as_str().into(),
         mechanism: config.mechanism,
-        seeded,
+        seeded: config.seed.is_some(),
         notes: dp.notes().to_vec(),
-        run_dir: run_dir.clone(),
-        completed: step == planned_steps,
-        interrupted: interrupted && step < planned_steps,
+        run_dir: config.out_dir.clone(),
+        completed: ended.step == planned_steps,
+        interrupted: ended.interrupted && ended.step < planned_steps,
         audit: session.audit.zip(dp.canaries()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
     };
-    run_folder::write_report(&run_dir, &report)?;
-    if report.completed && !session.keep_key {
-        RunKeys::remove(&run_dir)?;
-    }
+    run_folder::write_report(&config.out_dir, &report)?;
     Ok(report)
 }
