@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use dp_data::DatasetName;
 use dp_engine::activation::Activation;
-use dp_engine::bench::{BENCHED, BenchConfig, bench};
+use dp_engine::bench::{BENCHED, BenchConfig, BenchResult, bench};
 use dp_engine::train_config::MechanismName;
 use dp_engine::zoo::{ModelSpec, Normalization};
 use dp_engine::{DeviceChoice, ModelName};
@@ -101,17 +101,6 @@ fn name(m: MechanismName) -> String {
 /// Runs `dptrain bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
     let device = args.device.open()?;
-    let workloads: Vec<Workload> = if args.table1 {
-        table1().into()
-    } else {
-        vec![Workload {
-            name: args.model.as_str(),
-            model: args.model,
-            input: args.dataset.shape(),
-            lot_size: args.lot_size,
-            batch_size: args.batch_size.unwrap_or(args.lot_size),
-        }]
-    };
     let mechanisms: Vec<MechanismName> = match &args.mechanisms {
         Some(list) => list
             .split(',')
@@ -120,62 +109,91 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .map_err(anyhow::Error::msg)?,
         None => BENCHED.to_vec(),
     };
-    let configs: Vec<BenchConfig> = workloads
-        .iter()
-        .map(|w| BenchConfig {
-            model: ModelSpec {
-                name: w.model,
-                activation: args.activation,
-                hidden: None,
-                normalization: Normalization::None,
-            },
-            input: w.input,
-            classes: 10,
-            lot_size: w.lot_size,
-            batch_size: w.batch_size,
-            warmup: args.warmup,
-            iterations: args.iterations,
-            mechanisms: mechanisms.clone(),
-        })
-        .collect();
+    let workloads = workloads(&args);
+    let configs: Vec<BenchConfig> = workloads.iter().map(|w| config(w, &args, &mechanisms)).collect();
     // Every workload is checked before the first is timed (and before a progress line).
     for config in &configs {
         config.check()?;
     }
     let per_workload = (mechanisms.len() * (args.warmup + args.iterations)) as u64;
     let bar = Progress::new(Some(per_workload * workloads.len() as u64), "lots");
-    let device_name = format!("{} ({})", device.backend, device.name);
     let mut rows = Vec::new();
     for (w, config) in workloads.iter().zip(&configs) {
         bar.set_message(w.name.to_string());
         rows.push((w, bench(config, &device, &mut || bar.inc())?));
     }
     bar.finish();
+    let device_name = format!("{} ({})", device.backend, device.name);
     if args.json {
-        let workloads: Vec<_> = rows
-            .iter()
-            .map(|(w, r)| {
-                let (none, gaussian) = (r.ms(MechanismName::None), r.ms(MechanismName::Gaussian));
-                let map = |f: &dyn Fn(f64) -> f64| -> serde_json::Map<String, serde_json::Value> {
-                    r.ms_per_lot.iter().map(|(m, t)| (name(*m), json!(f(*t)))).collect()
-                };
-                json!({
-                    "name": w.name,
-                    "model": w.model.as_str(),
-                    "input": w.input,
-                    "lot_size": w.lot_size,
-                    "batch_size": w.batch_size,
-                    "ms_per_lot": map(&|t| t),
-                    "ratio_to_none": map(&|t| t / none),
-                    "ratio_to_gaussian": map(&|t| t / gaussian),
-                    "launches_per_lot": r.launches_per_lot.iter().map(|(m, n)| (name(*m), json!(n))).collect::<serde_json::Map<_, _>>(),
-                })
-            })
-            .collect();
-        println!("{}", json!({"device": device_name, "iterations": args.iterations, "workloads": workloads}));
-        return Ok(());
+        println!("{}", json!({"device": device_name, "iterations": args.iterations, "workloads": json_rows(&rows)}));
+    } else {
+        println!(
+            "device {device_name}; median ms per lot of {} timed lots after {} warm-up",
+            args.iterations, args.warmup
+        );
+        print_table(&rows, &mechanisms, device.backend == "wgpu");
     }
-    println!("device {device_name}; median ms per lot of {} timed lots after {} warm-up", args.iterations, args.warmup);
+    Ok(())
+}
+
+/// The workloads asked for: seed 004's Table 1, or the one of the flags.
+fn workloads(args: &BenchArgs) -> Vec<Workload> {
+    if args.table1 {
+        return table1().into();
+    }
+    vec![Workload {
+        name: args.model.as_str(),
+        model: args.model,
+        input: args.dataset.shape(),
+        lot_size: args.lot_size,
+        batch_size: args.batch_size.unwrap_or(args.lot_size),
+    }]
+}
+
+/// The benchmark of workload `w` for `mechanisms`, as the flags say.
+fn config(w: &Workload, args: &BenchArgs, mechanisms: &[MechanismName]) -> BenchConfig {
+    BenchConfig {
+        model: ModelSpec {
+            name: w.model,
+            activation: args.activation,
+            hidden: None,
+            normalization: Normalization::None,
+        },
+        input: w.input,
+        classes: 10,
+        lot_size: w.lot_size,
+        batch_size: w.batch_size,
+        warmup: args.warmup,
+        iterations: args.iterations,
+        mechanisms: mechanisms.to_vec(),
+    }
+}
+
+/// The timed workloads as JSON: times, ratios to none and to gaussian, launches.
+fn json_rows(rows: &[(&Workload, BenchResult)]) -> Vec<serde_json::Value> {
+    rows.iter()
+        .map(|(w, r)| {
+            let (none, gaussian) = (r.ms(MechanismName::None), r.ms(MechanismName::Gaussian));
+            let map = |f: &dyn Fn(f64) -> f64| -> serde_json::Map<String, serde_json::Value> {
+                r.ms_per_lot.iter().map(|(m, t)| (name(*m), json!(f(*t)))).collect()
+            };
+            json!({
+                "name": w.name,
+                "model": w.model.as_str(),
+                "input": w.input,
+                "lot_size": w.lot_size,
+                "batch_size": w.batch_size,
+                "ms_per_lot": map(&|t| t),
+                "ratio_to_none": map(&|t| t / none),
+                "ratio_to_gaussian": map(&|t| t / gaussian),
+                "launches_per_lot": r.launches_per_lot.iter().map(|(m, n)| (name(*m), json!(n))).collect::<serde_json::Map<_, _>>(),
+            })
+        })
+        .collect()
+}
+
+/// The timed workloads as a table with the mechanisms' ratios (and, on wgpu, the launches).
+fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], launches: bool) {
     let header: Vec<String> = mechanisms.iter().map(|m| format!("{:>16}", name(*m))).collect();
     println!(
         "{:<12} {:>6} {:>6} {}   {:>9} {:>9} {:>9} {:>9}",
@@ -188,7 +206,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "paper/gauss",
         "ls/gauss"
     );
-    for (w, r) in &rows {
+    for (w, r) in rows {
         let cells: Vec<String> = r.ms_per_lot.iter().map(|(_, t)| format!("{t:>16.2}")).collect();
         let g = r.ms(MechanismName::Gaussian);
         // A ratio of a mechanism that was not timed is shown as "-".
@@ -206,8 +224,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
             ratio(r.ms(MechanismName::LsSgd) / g, 9)
         );
     }
-    if device.backend == "wgpu" {
-        for (w, r) in &rows {
+    if launches {
+        for (w, r) in rows {
             let counts: Vec<String> = r.launches_per_lot.iter().map(|(m, n)| format!("{} {n}", name(*m))).collect();
             println!("{}: device kernels launched per lot: {}", w.name, counts.join(", "));
         }
@@ -215,5 +233,4 @@ pub fn run(args: BenchArgs) -> Result<()> {
     println!(
         "targets: gaussian/none <= 1.3, optimized/gaussian <= 1.1, ls-sgd/gaussian <= 1.05 (seed 004 measured 1.81 and 2.72 on MNIST)"
     );
-    Ok(())
 }

@@ -5,10 +5,11 @@ use super::progress::Progress;
 use super::table_args::{SettingsArgs, TableArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use dp_data::TabularData;
 use dp_engine::DeviceChoice;
 use dp_erm::plot::{Metric, draw};
-use dp_erm::{Compute, Experiment, Method, ModelKind, Problem};
-use std::path::PathBuf;
+use dp_erm::{Compute, Experiment, ExperimentReport, Method, ModelKind, Problem};
+use std::path::{Path, PathBuf};
 
 /// Train logistic regression or an MLP privately on a CSV table with the papers' DP-ERM methods
 /// and the certified baselines, and report test accuracy and optimality gap over epsilon.
@@ -112,15 +113,7 @@ pub fn run(args: ErmArgs) -> Result<()> {
     // Checked before the progress lines start, so that a bad flag is the only line printed.
     settings.validate()?;
     let kind = if args.model == "mlp" { ModelKind::Mlp } else { ModelKind::Logreg };
-    let compute = match args.device.as_str() {
-        "host" => Compute::Host,
-        "cpu" => Compute::Device(DeviceChoice::Cpu.open()?),
-        "wgpu" => Compute::Device(DeviceChoice::Wgpu.open()?),
-        _ => match DeviceChoice::Auto.open()? {
-            gpu if gpu.hardware => Compute::Device(gpu),
-            _ => Compute::Host,
-        },
-    };
+    let compute = compute(&args.device)?;
     let solving = Progress::spinner(&format!(
         "solving the non-private problem on {} rows of {} features in {} classes (L*, the optimum every gap is measured from)",
         train.len(),
@@ -151,21 +144,51 @@ pub fn run(args: ErmArgs) -> Result<()> {
         bar.set_position(done as u64);
     })?;
     bar.finish();
-
-    let csv = args.out.join("table.csv");
-    std::fs::write(&csv, report.to_csv()).with_context(|| format!("cannot write {}", csv.display()))?;
-    let json_path = args.out.join("report.json");
-    let json = serde_json::to_string_pretty(&report)?;
-    std::fs::write(&json_path, &json).with_context(|| format!("cannot write {}", json_path.display()))?;
-    let plotted = report.rows.iter().any(|r| r.method.is_private() && r.runs > 0);
-    if plotted {
-        draw(&report, Metric::Accuracy, "Test accuracy", &args.out.join("accuracy.svg"))?;
-        draw(&report, Metric::Gap, "Optimality gap", &args.out.join("gap.svg"))?;
-    }
+    let written = write(&report, &args.out)?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
-        return Ok(());
+    } else {
+        print_summary(&args, &table, &report);
+        println!("wrote {}", written.join(", "));
     }
+    Ok(())
+}
+
+/// Where the training loops run: the host, or a device (`auto`: a real GPU if there is one).
+fn compute(device: &str) -> Result<Compute> {
+    Ok(match device {
+        "host" => Compute::Host,
+        "cpu" => Compute::Device(DeviceChoice::Cpu.open()?),
+        "wgpu" => Compute::Device(DeviceChoice::Wgpu.open()?),
+        _ => match DeviceChoice::Auto.open()? {
+            gpu if gpu.hardware => Compute::Device(gpu),
+            _ => Compute::Host,
+        },
+    })
+}
+
+/// Writes the report's table (CSV), the report (JSON) and, when a private method ran, its two
+/// plots into `out`; the paths written.
+fn write(report: &ExperimentReport, out: &Path) -> Result<Vec<String>> {
+    let csv = out.join("table.csv");
+    std::fs::write(&csv, report.to_csv()).with_context(|| format!("cannot write {}", csv.display()))?;
+    let json_path = out.join("report.json");
+    let json = serde_json::to_string_pretty(report)?;
+    std::fs::write(&json_path, &json).with_context(|| format!("cannot write {}", json_path.display()))?;
+    let mut written = vec![csv.display().to_string(), json_path.display().to_string()];
+    if report.rows.iter().any(|r| r.method.is_private() && r.runs > 0) {
+        for (metric, title, file) in
+            [(Metric::Accuracy, "Test accuracy", "accuracy.svg"), (Metric::Gap, "Optimality gap", "gap.svg")]
+        {
+            draw(report, metric, title, &out.join(file))?;
+            written.push(out.join(file).display().to_string());
+        }
+    }
+    Ok(written)
+}
+
+/// The data, the problem's constants, the non-private optimum, the table and the methods' notes.
+fn print_summary(args: &ErmArgs, table: &TabularData, report: &ExperimentReport) {
     let c = &report.constants;
     println!(
         "{}: {} training rows, {} test rows, {} features (intercept included), classes {}",
@@ -212,15 +235,4 @@ pub fn run(args: ErmArgs) -> Result<()> {
             println!("{}{at}: {}", row.method, row.notes.join("; "));
         }
     }
-    println!(
-        "wrote {}, {}{}",
-        csv.display(),
-        json_path.display(),
-        if plotted {
-            format!(", {} and {}", args.out.join("accuracy.svg").display(), args.out.join("gap.svg").display())
-        } else {
-            String::new()
-        }
-    );
-    Ok(())
 }

@@ -176,6 +176,68 @@ fn class_names(labels: &[&str]) -> Vec<String> {
     names.into_iter().map(str::to_string).collect()
 }
 
+/// The index of the label column among `names` (a header's, or generated).
+fn label_column(path: &Path, label: &LabelColumn, names: &[String], header: bool) -> Result<usize> {
+    let width = names.len();
+    match label {
+        LabelColumn::Last => Ok(width - 1),
+        LabelColumn::Index(j) if *j < width => Ok(*j),
+        LabelColumn::Index(j) => {
+            Err(DataError::corrupt(path, format!("label column {j} does not exist (columns 0 to {})", width - 1)))
+        }
+        LabelColumn::Name(name) => names.iter().position(|n| n == name).ok_or_else(|| {
+            let hint = if header {
+                format!("columns: {}", names.join(", "))
+            } else {
+                "the file has no header; give the label column's index".into()
+            };
+            DataError::corrupt(path, format!("label column '{name}' does not exist ({hint})"))
+        }),
+    }
+}
+
+/// The rows kept (a row with a missing label is dropped, and with `Drop` one with any missing
+/// value) and what happened to the missing values.
+fn kept_rows(
+    rows: &[Vec<String>],
+    names: &[String],
+    label: usize,
+    missing: MissingValues,
+) -> (Vec<usize>, MissingReport) {
+    let mut report = MissingReport::default();
+    let mut kept = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let missing_cols: Vec<usize> = (0..names.len()).filter(|&j| j != label && is_missing(&row[j])).collect();
+        for &j in &missing_cols {
+            *report.by_column.entry(names[j].clone()).or_default() += 1;
+        }
+        if is_missing(&row[label]) || (missing == MissingValues::Drop && !missing_cols.is_empty()) {
+            report.dropped_rows += 1;
+            continue;
+        }
+        report.imputed_cells += missing_cols.len();
+        kept.push(i);
+    }
+    if missing == MissingValues::Drop {
+        report.imputed_cells = 0;
+    }
+    (kept, report)
+}
+
+/// Appends the encoding of one cell of column `c` to `features`: the number (the column's fill
+/// when missing), or one-hot over the column's categories.
+fn encode(c: &Column, field: &str, features: &mut Vec<f64>) {
+    match c {
+        Column::Numeric { fill } => {
+            features.push(if is_missing(field) { *fill } else { number(field).unwrap_or(*fill) })
+        }
+        Column::Categorical { categories, fill } => {
+            let value = if is_missing(field) { fill.as_str() } else { field };
+            features.extend(categories.iter().map(|v| if v == value { 1.0 } else { 0.0 }));
+        }
+    }
+}
+
 /// Loads a CSV table.
 pub fn load_csv(path: &Path, options: &CsvOptions) -> Result<TabularData> {
     let mut rows = read_records(path)?;
@@ -199,42 +261,9 @@ pub fn load_csv(path: &Path, options: &CsvOptions) -> Result<TabularData> {
             format!("columns {first} and {j} are both named '{name}': rename one (a column is found by its name)"),
         ));
     }
-    let label = match &options.label {
-        LabelColumn::Last => width - 1,
-        LabelColumn::Index(j) if *j < width => *j,
-        LabelColumn::Index(j) => {
-            return Err(DataError::corrupt(
-                path,
-                format!("label column {j} does not exist (columns 0 to {})", width - 1),
-            ));
-        }
-        LabelColumn::Name(name) => names.iter().position(|n| n == name).ok_or_else(|| {
-            let hint = if header {
-                format!("columns: {}", names.join(", "))
-            } else {
-                "the file has no header; give the label column's index".into()
-            };
-            DataError::corrupt(path, format!("label column '{name}' does not exist ({hint})"))
-        })?,
-    };
+    let label = label_column(path, &options.label, &names, header)?;
     let first_line = usize::from(header) + 1;
-    let mut report = MissingReport::default();
-    let mut kept = Vec::with_capacity(rows.len());
-    for (i, row) in rows.iter().enumerate() {
-        let missing_cols: Vec<usize> = (0..width).filter(|&j| j != label && is_missing(&row[j])).collect();
-        for &j in &missing_cols {
-            *report.by_column.entry(names[j].clone()).or_default() += 1;
-        }
-        if is_missing(&row[label]) || (options.missing == MissingValues::Drop && !missing_cols.is_empty()) {
-            report.dropped_rows += 1;
-            continue;
-        }
-        report.imputed_cells += missing_cols.len();
-        kept.push(i);
-    }
-    if options.missing == MissingValues::Drop {
-        report.imputed_cells = 0;
-    }
+    let (kept, report) = kept_rows(&rows, &names, label, options.missing);
     if kept.is_empty() {
         return Err(DataError::corrupt(path, "every row has a missing label or value"));
     }
@@ -256,29 +285,19 @@ pub fn load_csv(path: &Path, options: &CsvOptions) -> Result<TabularData> {
             })
         })
         .collect::<Result<_>>()?;
-    let mut feature_names = Vec::new();
-    for (c, &j) in columns.iter().zip(&feature_cols) {
-        match c {
-            Column::Numeric { .. } => feature_names.push(names[j].clone()),
-            Column::Categorical { categories, .. } => {
-                feature_names.extend(categories.iter().map(|v| format!("{}={v}", names[j])))
-            }
-        }
-    }
+    let described: Vec<(&Column, usize)> = columns.iter().zip(feature_cols).collect();
+    let feature_names: Vec<String> = described
+        .iter()
+        .flat_map(|&(c, j)| match c {
+            Column::Numeric { .. } => vec![names[j].clone()],
+            Column::Categorical { categories, .. } => categories.iter().map(|v| format!("{}={v}", names[j])).collect(),
+        })
+        .collect();
     let dim = feature_names.len();
     let mut features = Vec::with_capacity(kept.len() * dim);
     for &i in &kept {
-        for (c, &j) in columns.iter().zip(&feature_cols) {
-            let field = rows[i][j].as_str();
-            match c {
-                Column::Numeric { fill } => {
-                    features.push(if is_missing(field) { *fill } else { number(field).unwrap_or(*fill) })
-                }
-                Column::Categorical { categories, fill } => {
-                    let value = if is_missing(field) { fill.as_str() } else { field };
-                    features.extend(categories.iter().map(|v| if v == value { 1.0 } else { 0.0 }));
-                }
-            }
+        for &(c, j) in &described {
+            encode(c, rows[i][j].as_str(), &mut features);
         }
     }
     let label_fields: Vec<&str> = kept.iter().map(|&i| rows[i][label].as_str()).collect();
