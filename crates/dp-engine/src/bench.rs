@@ -1,7 +1,7 @@
 //! Batch-time benchmark (seed 004's Table I): milliseconds per lot of the unperturbed baseline
 //! (plain Burn training of the same module: autodiff parameter gradients and a burn-optim step),
 //! DP-SGD, the optimized mechanism (sound and as in the paper) and DP-LSSGD, every one through
-//! the same `TrainStep` the trainer runs, on the same model, lot and device, interleaved in one
+//! the same `LotStep` the trainer runs, on the same model, lot and device, interleaved in one
 //! run after warm-up so all see the same machine state. On a CubeCL device (wgpu) it also counts
 //! the device kernels each mechanism's step launches.
 
@@ -13,7 +13,7 @@ use crate::mechanism;
 use crate::noise::NOISE_STREAM;
 use crate::optimizer::optimizer;
 use crate::step::batching::Batching;
-use crate::step::{self, StepState, TrainStep};
+use crate::step::{self, LotStep, StepState};
 use crate::train_config::{MechanismName, OptimizerName, TrainConfig};
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
@@ -88,7 +88,7 @@ impl BenchConfig {
             ),
             footprint(self.model, self.input, self.classes)?.step_bytes(batch),
         )
-        .map_err(|e| EngineError::Data(e.to_string()))
+        .map_err(EngineError::from)
     }
 }
 
@@ -137,7 +137,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// One benchmarked mechanism: its step, its own copy of the model and its optimiser.
 struct Contender {
-    step: Box<dyn TrainStep<ZooModel>>,
+    step: Box<dyn LotStep<ZooModel>>,
     model: Option<ZooModel>,
     optimizer: ModuleOptimizer,
 }
@@ -158,8 +158,7 @@ fn contender(
     };
     let mechanism = mechanism::for_config(&run)?;
     let z = mechanism.is_private().then_some(1.0);
-    let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, config.lot_size, Some(0))
-        .map_err(|e| EngineError::Data(e.to_string()))?;
+    let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, config.lot_size, Some(0))?;
     let state = StepState::fresh(sampler, ChaChaState::new(Some(0), NOISE_STREAM));
     Ok(Contender {
         step: step::for_run(mechanism.into(), &run, z, table, batching, state, None)?,
@@ -188,8 +187,7 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     let labels: Vec<u8> = (0..config.lot_size).map(|_| rng.random_range(0..config.classes as u8)).collect();
     let channels = config.input[0];
     let normalization = Normalization { mean: vec![0.5; channels], std: vec![0.25; channels] };
-    let data = ImageDataset::new(pixels, labels, config.input, config.classes, normalization)
-        .map_err(|e| EngineError::Data(e.to_string()))?;
+    let data = ImageDataset::new(pixels, labels, config.input, config.classes, normalization)?;
     let source = CrossEntropyLots { data: &data };
     let batching = Batching::for_backend(config.batch_size, device.backend);
     let model = build(config.model, config.input, config.classes, &mut rng, dev)?.train();

@@ -14,7 +14,7 @@ use crate::plan::Plan;
 use crate::privacy::PrivacySpent;
 use crate::step::batching::Batching;
 use crate::step::lot::{LotMetrics, LotSource};
-use crate::step::{self, StepState, TrainStep};
+use crate::step::{self, LotStep, StepState};
 use crate::train_config::TrainConfig;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
@@ -38,7 +38,7 @@ pub struct DpOptimizer<M> {
     mechanism: Arc<dyn Mechanism>,
     plan: Plan,
     notes: Vec<String>,
-    step: Box<dyn TrainStep<M>>,
+    step: Box<dyn LotStep<M>>,
     optimizer: ModuleOptimizer,
     steps_taken: u64,
     device: Device,

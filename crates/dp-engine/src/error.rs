@@ -38,6 +38,12 @@ pub enum EngineError {
     /// Privacy accounting refused the run (bad parameters, unreachable target, exhausted budget).
     #[error("privacy: {0}")]
     Privacy(String),
+    /// An accountant refused (its error kept as the source).
+    #[error("privacy: {0}")]
+    Accounting(#[from] dp_accounting::AccountingError),
+    /// A data set or sampler refused (its error kept as the source).
+    #[error("{0}")]
+    DataSource(#[from] dp_data::DataError),
     /// Training diverged (NaN or infinite loss).
     #[error("training diverged: {0}")]
     Diverged(String),

@@ -50,8 +50,7 @@ pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result
     let z = mechanism.noise_multiplier(config, sample_rate, planned_steps)?;
     let mut ledger = PrivacyLedger::new();
     if let Some(z) = z {
-        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, lot_sampling(config))
-            .map_err(|e| EngineError::Privacy(e.to_string()))?;
+        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, lot_sampling(config))?;
         ledger.record_entry(entry);
     }
     let privacy = mechanism.privacy(config, &ledger, planned_steps)?;
@@ -92,5 +91,5 @@ pub fn sampling(config: &TrainConfig, plan: &Plan) -> Sampling {
 
 /// The lot sampler a fresh run starts with, drawing from `rng`.
 pub fn fresh_sampler(config: &TrainConfig, plan: &Plan, rng: ChaChaState) -> Result<LotSampler> {
-    LotSampler::with_stream(sampling(config, plan), plan.n, rng).map_err(|e| EngineError::Data(e.to_string()))
+    LotSampler::with_stream(sampling(config, plan), plan.n, rng).map_err(EngineError::from)
 }

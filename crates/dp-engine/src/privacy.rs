@@ -41,8 +41,7 @@ pub fn accountant(name: AccountantName) -> Box<dyn Accountant> {
 
 /// What the run's accountant gives for `ledger` at the run's delta, with the ledger's label.
 pub fn certified(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
-    let report =
-        accountant(config.accountant).epsilon(ledger, config.delta).map_err(|e| EngineError::Privacy(e.to_string()))?;
+    let report = accountant(config.accountant).epsilon(ledger, config.delta)?;
     Ok(PrivacySpent {
         epsilon: Some(report.epsilon),
         delta: report.delta,
@@ -60,7 +59,7 @@ pub fn given_or_calibrated(config: &TrainConfig, sample_rate: f64, steps: u64) -
             let acc = accountant(config.accountant);
             calibrate_noise_multiplier(acc.as_ref(), target, config.delta, sample_rate, steps)
                 .map(|c| c.noise_multiplier)
-                .map_err(|e| EngineError::Privacy(e.to_string()))
+                .map_err(EngineError::from)
         }
         (None, None) => Err(EngineError::invalid("privacy", "no noise multiplier or target epsilon")),
     }

@@ -175,7 +175,7 @@ pub fn load_dataset(name: DatasetName, dir: Option<&Path>, split: Split) -> Resu
             ));
         }
     };
-    name.load(&dir, split).map_err(|e| EngineError::Data(e.to_string()))
+    name.load(&dir, split).map_err(EngineError::from)
 }
 
 /// The training and test sets of a run, refused when their shapes or classes differ (the
@@ -488,8 +488,7 @@ fn checked_model(
     dp_data::memory::check(
         &format!("a step of {} on batches of {batch} images of {c}x{h}x{w}", spec.name.as_str()),
         bytes,
-    )
-    .map_err(|e| EngineError::Data(e.to_string()))?;
+    )?;
     let mut init_rng = ChaChaState::new(seed, INIT_STREAM).restore();
     build(spec, data.shape(), data.classes(), &mut init_rng, dev)
 }

@@ -26,7 +26,7 @@ use dp_engine::noise::{GaussianNoise, NOISE_STREAM};
 use dp_engine::optimizer::optimizer;
 use dp_engine::step::batching::Batching;
 use dp_engine::step::lot::{LotSource, lot_sum};
-use dp_engine::step::{self, StepState, TrainStep};
+use dp_engine::step::{self, LotStep, StepState};
 use dp_engine::tensor_io::vector;
 use dp_engine::train_config::{MechanismName, OptimizerName, TrainConfig};
 use dp_engine::zoo::{ModelName, ModelSpec, Normalization, ZooModel, build};
@@ -118,7 +118,7 @@ fn one_step(
     model: &ZooModel,
     data: &ImageDataset,
     device: &Device,
-) -> (ZooModel, Box<dyn TrainStep<ZooModel>>) {
+) -> (ZooModel, Box<dyn LotStep<ZooModel>>) {
     let config = TrainConfig { mechanism: name, clip_norm: clip, seed: Some(1), ..TrainConfig::default() };
     let mechanism = mechanism::for_config(&config).unwrap();
     let z = mechanism.is_private().then_some(z);

@@ -52,10 +52,9 @@ impl Mechanism for OptimizedPaper {
 
     fn noise_multiplier(&self, config: &TrainConfig, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
         let target = config.target_epsilon.ok_or_else(|| EngineError::invalid("privacy", "no target epsilon"))?;
-        let privacy = |e: dp_accounting::AccountingError| EngineError::Privacy(e.to_string());
-        let budget = xiang2019::per_step_budget(target, config.delta, sample_rate, steps).map_err(privacy)?;
-        let (tau, _) = xiang2019::tau_corrected(budget).map_err(privacy)?;
-        Ok(Some(xiang2019::noise_multiplier_for_tau(tau).map_err(privacy)?))
+        let budget = xiang2019::per_step_budget(target, config.delta, sample_rate, steps)?;
+        let (tau, _) = xiang2019::tau_corrected(budget)?;
+        Ok(Some(xiang2019::noise_multiplier_for_tau(tau)?))
     }
 
     /// min sigma / alpha: the solver's last step rescales sigma onto the constraint, so min sigma

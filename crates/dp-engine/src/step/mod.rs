@@ -3,7 +3,7 @@
 //! in one place, post-process, and hand the result to a burn-optim optimiser. The unperturbed
 //! baseline takes [`plain::PlainStep`]: ordinary Burn training of the same module (autodiff
 //! parameter gradients, no tape, no clipping), so that time ratios are against what a user runs
-//! without DP. Both implement [`TrainStep`], which is all the trainer and the benchmark see.
+//! without DP. Both implement [`LotStep`], which is all the trainer and the benchmark see.
 
 pub mod batching;
 pub mod lot;
@@ -47,8 +47,9 @@ impl StepState {
     }
 }
 
-/// One training step of a module `M` with lots from a [`LotSource`].
-pub trait TrainStep<M> {
+/// One step of a run on a module `M`: a lot from a [`LotSource`], its (privatised) gradient, the
+/// optimiser's update (not burn-train's `TrainStep`, which is one batch's forward and loss).
+pub trait LotStep<M> {
     /// Draws a lot, computes its (privatised) gradient and updates `model` with `optimizer` at
     /// learning rate `lr`; the lot's training metrics come back with the model.
     fn step(
@@ -82,7 +83,7 @@ pub fn for_run<M: Module>(
     batching: Batching,
     state: StepState,
     canaries: Option<WhiteBoxCanaries>,
-) -> Result<Box<dyn TrainStep<M>>> {
+) -> Result<Box<dyn LotStep<M>>> {
     let StepState { sampler, noise, ledger, allocation: kept } = state;
     let Some(z) = z else {
         return Ok(Box::new(plain::PlainStep::new(sampler, batching)));

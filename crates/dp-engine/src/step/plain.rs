@@ -4,7 +4,7 @@
 
 use super::batching::Batching;
 use super::lot::{LotMetrics, LotSource, padded};
-use super::{StepState, TrainStep};
+use super::{LotStep, StepState};
 use crate::error::Result;
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
@@ -26,7 +26,7 @@ impl PlainStep {
     }
 }
 
-impl<M: Module> TrainStep<M> for PlainStep {
+impl<M: Module> LotStep<M> for PlainStep {
     fn step(
         &mut self,
         model: M,

@@ -7,7 +7,7 @@
 
 use super::batching::Batching;
 use super::lot::{LotMetrics, LotSource, lot_sum};
-use super::{StepState, TrainStep};
+use super::{LotStep, StepState};
 use crate::allocation::{NoiseAllocation, StepNoise};
 use crate::canaries::WhiteBoxCanaries;
 use crate::error::{EngineError, Result};
@@ -92,8 +92,7 @@ impl PrivateStep {
     /// (sum + noise) / qN for every parameter, and the ledger entry of this release.
     fn release(&mut self, sums: Vec<Tensor<1>>, noise: &StepNoise) -> Result<Vec<Tensor<1>>> {
         let (sampling, rate) = sampling_of(&self.sampler);
-        let entry = GaussianSteps::sampled(noise.noise_multiplier, rate, 1, sampling)
-            .map_err(|e| EngineError::Privacy(e.to_string()))?;
+        let entry = GaussianSteps::sampled(noise.noise_multiplier, rate, 1, sampling)?;
         if noise.scales.len() != sums.len() {
             return Err(EngineError::invalid(
                 "noise",
@@ -111,7 +110,7 @@ impl PrivateStep {
     }
 }
 
-impl<M: Module> TrainStep<M> for PrivateStep {
+impl<M: Module> LotStep<M> for PrivateStep {
     fn step(
         &mut self,
         model: M,
