@@ -74,7 +74,14 @@ pub fn run() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let chain: Vec<String> = e.chain().map(ToString::to_string).collect();
+            // A cause whose message its parent already shows (an error that keeps its source
+            // and prints it) is not repeated.
+            let mut chain: Vec<String> = Vec::new();
+            for cause in e.chain().map(ToString::to_string) {
+                if !chain.last().is_some_and(|shown| shown.contains(&cause)) {
+                    chain.push(cause);
+                }
+            }
             eprintln!("error: {}", chain.join(": ").replace('\n', " "));
             ExitCode::FAILURE
         }
