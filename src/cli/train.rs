@@ -5,6 +5,7 @@ use super::interrupt;
 use super::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use dp_accounting::LotSampling;
 use dp_data::DatasetName;
 use dp_engine::activation::Activation;
 use dp_engine::canaries::AuditRequest;
@@ -13,7 +14,7 @@ use dp_engine::clipping::Clipping;
 use dp_engine::mechanism;
 use dp_engine::privacy::PrivacySpent;
 use dp_engine::smoothing::SmoothingScope;
-use dp_engine::train_config::{AccountantName, MechanismName, OptimizerName, SamplingName, TrainConfig};
+use dp_engine::train_config::{AccountantName, MechanismName, OptimizerName, TrainConfig};
 use dp_engine::trainer::{Event, Session, TrainReport, train};
 use dp_engine::zoo::Normalization;
 use dp_engine::{DeviceChoice, ModelName};
@@ -123,8 +124,8 @@ pub struct TrainArgs {
     batch_size: Option<usize>,
 
     /// Lot sampling: poisson (what the accountant assumes) or shuffled (not covered: label none).
-    #[arg(long, value_parser = parse::<SamplingName>)]
-    sampling: Option<SamplingName>,
+    #[arg(long, value_parser = parse::<LotSampling>)]
+    sampling: Option<LotSampling>,
 
     /// Noise standard deviation divided by the clipping norm.
     #[arg(long, short = 'z', conflicts_with = "target_epsilon")]

@@ -8,7 +8,7 @@ use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::mechanism::Mechanism;
 use crate::privacy::PrivacySpent;
-use crate::train_config::{SamplingName, TrainConfig};
+use crate::train_config::TrainConfig;
 use dp_accounting::{LotSampling, PrivacyLedger};
 use dp_data::{ChaChaState, LotSampler, Sampling};
 
@@ -31,14 +31,6 @@ pub struct Plan {
     pub second: Option<PrivacySpent>,
 }
 
-/// The ledger sampling of a run.
-pub(crate) fn lot_sampling(config: &TrainConfig) -> LotSampling {
-    match config.sampling {
-        SamplingName::Poisson => LotSampling::Poisson,
-        SamplingName::Shuffled => LotSampling::Shuffled,
-    }
-}
-
 /// Steps, noise multiplier and planned privacy of a run on `n` examples; refused when the
 /// planned run would spend more than its target epsilon.
 pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result<Plan> {
@@ -50,7 +42,7 @@ pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result
     let z = mechanism.noise_multiplier(config, sample_rate, planned_steps)?;
     let mut ledger = PrivacyLedger::new();
     if let Some(z) = z {
-        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, lot_sampling(config))?;
+        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, config.sampling)?;
         ledger.record_entry(entry);
     }
     let privacy = mechanism.privacy(config, &ledger, planned_steps)?;
@@ -69,7 +61,7 @@ pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result
 pub fn notes(config: &TrainConfig, mechanism: &dyn Mechanism) -> Vec<String> {
     let mut notes = mechanism.notes();
     if mechanism.is_private() {
-        if config.sampling == SamplingName::Shuffled {
+        if config.sampling == LotSampling::Shuffled {
             notes.push(
                 "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
             );
@@ -84,8 +76,8 @@ pub fn notes(config: &TrainConfig, mechanism: &dyn Mechanism) -> Vec<String> {
 /// How the lots of a run are drawn.
 pub fn sampling(config: &TrainConfig, plan: &Plan) -> Sampling {
     match config.sampling {
-        SamplingName::Poisson => Sampling::Poisson { rate: plan.sample_rate },
-        SamplingName::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
+        LotSampling::Poisson => Sampling::Poisson { rate: plan.sample_rate },
+        LotSampling::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
     }
 }
 

@@ -39,10 +39,11 @@ use crate::smoothing::SmoothingScope;
 use crate::step::StepState;
 use crate::step::batching::Batching;
 use crate::step::lot::{LotSource, lot_sum};
-use crate::train_config::{AccountantName, MechanismName, SamplingName, TrainConfig};
+use crate::train_config::{AccountantName, MechanismName, TrainConfig};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
+use dp_accounting::LotSampling;
 use dp_data::ChaChaState;
 use dp_data::sampler::SAMPLER_STREAM;
 use std::panic::{self, AssertUnwindSafe};
@@ -131,7 +132,7 @@ impl PrivacyEngine {
     );
     setting!(
         /// Poisson lots (what the accountants certify) or shuffled lots (label none).
-        sampling: SamplingName => sampling
+        sampling: LotSampling => sampling
     );
     setting!(
         /// The accountant of the reported epsilon.

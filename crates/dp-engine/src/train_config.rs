@@ -8,6 +8,7 @@ use crate::error::{EngineError, Result};
 use crate::mechanism::Mechanism;
 use crate::smoothing::SmoothingScope;
 use crate::zoo::{ModelName, Normalization};
+use dp_accounting::LotSampling;
 use dp_data::DatasetName;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -43,16 +44,6 @@ pub enum OptimizerName {
     Adam,
     /// AdamW (Loshchilov & Hutter): decoupled weight decay.
     Adamw,
-}
-
-/// How lots are drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SamplingName {
-    /// Each example independently with rate q = lot/N (what the accountants assume).
-    Poisson,
-    /// Fixed-size lots from shuffled passes (not covered by the accountants: label `none`).
-    Shuffled,
 }
 
 /// Sound accountant used for the run's epsilon.
@@ -92,7 +83,7 @@ pub struct TrainConfig {
     /// Examples per physical batch (bounds memory; does not change the result).
     pub batch_size: usize,
     /// Lot sampling.
-    pub sampling: SamplingName,
+    pub sampling: LotSampling,
     /// Noise multiplier z (noise std = z * clip_norm); exclusive with target_epsilon.
     pub noise_multiplier: Option<f64>,
     /// Calibrate z so that the whole run spends this epsilon.
@@ -141,7 +132,7 @@ impl Default for TrainConfig {
             epochs: 1.0,
             lot_size: 256,
             batch_size: 256,
-            sampling: SamplingName::Poisson,
+            sampling: LotSampling::Poisson,
             noise_multiplier: None,
             target_epsilon: None,
             delta: 1e-5,

@@ -16,7 +16,7 @@ use crate::grad_sample::params::ParamTable;
 use crate::mechanism::{self, Mechanism};
 use crate::noise::GaussianNoise;
 use crate::optimizer::optimizer;
-use crate::plan::{Plan, fresh_sampler, lot_sampling, plan, sampling};
+use crate::plan::{Plan, fresh_sampler, plan, sampling};
 use crate::privacy::PrivacySpent;
 use crate::privacy_engine::dry_run;
 use crate::run_folder::keys::RunKeys;
@@ -304,7 +304,7 @@ fn resume(ckpt: Checkpoint, run: &RunOf<'_>, fresh: (ZooModel, ModuleOptimizer),
     let want_z = plan.z.map(|z| mechanism.ledger_multiplier(z));
     for e in h.ledger.entries() {
         let z_ok = want_z.is_none_or(|z| z.admits(e.noise_multiplier));
-        if !z_ok || e.sample_rate != plan.sample_rate || e.sampling != lot_sampling(config) {
+        if !z_ok || e.sample_rate != plan.sample_rate || e.sampling != config.sampling {
             return Err(refuse(format!(
                 "a ledger entry (z {}, q {}, {:?}) is not this run's (z {:?}, q {}, {:?})",
                 e.noise_multiplier,
@@ -312,7 +312,7 @@ fn resume(ckpt: Checkpoint, run: &RunOf<'_>, fresh: (ZooModel, ModuleOptimizer),
                 e.sampling,
                 want_z.map(|z| z.z),
                 plan.sample_rate,
-                lot_sampling(config)
+                config.sampling
             )));
         }
     }

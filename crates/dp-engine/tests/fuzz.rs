@@ -9,12 +9,13 @@
 //! the test) or an accepted forgery of the streams. The counts are printed (`--nocapture`) and
 //! recorded in docs/RESULTS.md; DPTRAIN_FUZZ_ROUNDS scales them (default 10).
 
+use dp_accounting::LotSampling;
 use dp_data::idx::{encode_idx, read_idx};
 use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
 use dp_engine::backend;
 use dp_engine::checkpoint::Checkpoint;
 use dp_engine::mechanism;
-use dp_engine::train_config::{MechanismName, SamplingName, TrainConfig};
+use dp_engine::train_config::{MechanismName, TrainConfig};
 use dp_engine::trainer::{Session, train};
 use dp_engine::zoo::ModelName;
 use rand::{Rng, SeedableRng};
@@ -226,14 +227,14 @@ fn checkpoints(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
     std::fs::create_dir_all(&data).unwrap();
     tiny_mnist(&data);
     let device = backend::cpu();
-    let mechanisms: [(MechanismName, SamplingName); 7] = [
-        (MechanismName::Optimized, SamplingName::Poisson),
-        (MechanismName::Gaussian, SamplingName::Poisson),
-        (MechanismName::Gaussian, SamplingName::Shuffled),
-        (MechanismName::LsSgd, SamplingName::Poisson),
-        (MechanismName::LsAdam, SamplingName::Poisson),
-        (MechanismName::OptimizedPaper, SamplingName::Poisson),
-        (MechanismName::None, SamplingName::Poisson),
+    let mechanisms: [(MechanismName, LotSampling); 7] = [
+        (MechanismName::Optimized, LotSampling::Poisson),
+        (MechanismName::Gaussian, LotSampling::Poisson),
+        (MechanismName::Gaussian, LotSampling::Shuffled),
+        (MechanismName::LsSgd, LotSampling::Poisson),
+        (MechanismName::LsAdam, LotSampling::Poisson),
+        (MechanismName::OptimizedPaper, LotSampling::Poisson),
+        (MechanismName::None, LotSampling::Poisson),
     ];
     for (mechanism, sampling) in mechanisms {
         let run = dir.join(format!("run-{mechanism:?}-{sampling:?}"));
