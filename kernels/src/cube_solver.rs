@@ -1,4 +1,4 @@
-//! The sigma solver of seed 004 (Eq. 11) for one sphere of radius alpha (the paper's L2 clipping)
+//! The sigma solver of Xiang et al. (Eq. 11) for one sphere of radius alpha (the paper's L2 clipping)
 //! as a single fused CubeCL kernel: one cube of 256 units runs every iteration, each unit owning
 //! the coordinates j = unit, unit + 256, ..., so the only communication is the three sums per
 //! iteration (h, the Delta gradient's norm and Delta's norm), reduced in shared memory; large

@@ -184,7 +184,7 @@ pub fn smooth<const D: usize>(v: Tensor<D>, smoothing: &LaplacianSmoothing) -> R
     }
 }
 
-/// The sigma of seed 004's solver (Eq. 11) for non-negative `weights` [d] under one sphere of
+/// The sigma of Xiang et al.'s solver (Eq. 11) for non-negative `weights` [d] under one sphere of
 /// radius `alpha` (L2 clipping) and condition `tau`: the fused kernel on a CubeCL device, the f64
 /// reference (`sigma_solver::solve`) on the host. Either way alpha / min sigma = sqrt(tau) exactly
 /// up to rounding. The device path reads one counter back to prove every iteration ran.

@@ -6,7 +6,7 @@
 //!   the noise to the gradient and scaling it (one pass);
 //! - Laplacian smoothing A_s^{-1} (DP-LSSGD) as an exact circulant convolution with closed-form
 //!   taps and a proven truncation bound, against an FFT reference;
-//! - the sigma solver of the optimized additive noise mechanism (seed 004, Eq. 11) under L2
+//! - the sigma solver of the optimized additive noise mechanism (Xiang et al., Eq. 11) under L2
 //!   clipping, all its iterations in one cube, against the f64 reference;
 //! - im2col, the patches a DP convolution's per-example gradients are made of, in one pass.
 

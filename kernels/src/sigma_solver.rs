@@ -1,4 +1,4 @@
-//! The noise allocation of seed 004 (Eqs. 10-11): minimise sum_j W_j sigma_j subject to
+//! The noise allocation of Xiang et al. (Eqs. 10-11): minimise sum_j W_j sigma_j subject to
 //! max over Delta in the sensitivity set of sum_j Delta_j^2 / sigma_j^2 <= tau, by the paper's
 //! projected-gradient minimax: the step function replaced by a sigmoid whose weight mu grows,
 //! alternating projected ascent on Delta and descent on sigma (here in log sigma, which keeps

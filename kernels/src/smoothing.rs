@@ -1,4 +1,4 @@
-//! Laplacian smoothing (DP-LSSGD, seed 002): v -> A_s^{-1} v with A_s = I - s L, L the 1-D
+//! Laplacian smoothing (DP-LSSGD, Wang et al.): v -> A_s^{-1} v with A_s = I - s L, L the 1-D
 //! discrete Laplacian with periodic boundary. A_s is circulant with eigenvalues
 //! 1 + 2s - 2s cos(2 pi k / d), so the exact inverse is a circulant convolution whose taps have
 //! the closed form c_k = (r^k + r^{d-k}) / ((1 - r^d) sqrt(1 + 4s)),

@@ -1,5 +1,5 @@
 //! `dptrain bench`: the time cost of privacy, as milliseconds per lot of each mechanism against
-//! the unperturbed baseline on the same model, lot and device (and seed 004's Table I).
+//! the unperturbed baseline on the same model, lot and device (and Xiang et al.'s Table I).
 
 use super::enum_arg::parse;
 use super::progress::Progress;
@@ -20,11 +20,11 @@ use serde_json::json;
 ///
 /// Examples:
 ///   dptrain bench --model mnist-cnn --lot-size 256 --device cpu
-///   dptrain bench --table1 --iterations 5 --warmup 1     (seed 004's Table I workloads)
+///   dptrain bench --table1 --iterations 5 --warmup 1     (Xiang et al.'s Table I workloads)
 #[derive(Args, Debug)]
 #[command(allow_negative_numbers = true)]
 pub struct BenchArgs {
-    /// Seed 004's Table I: MNIST (xiang-mnist, lot 1000 in batches of 500), SVHN-shaped (32x32x3,
+    /// Xiang et al.'s Table I: MNIST (xiang-mnist, lot 1000 in batches of 500), SVHN-shaped (32x32x3,
     /// cifar10-cnn, lot 200) and CIFAR-10 (cifar10-cnn, lot 500); replaces the model and sizes.
     #[arg(long, conflicts_with_all = ["model", "dataset", "lot_size", "batch_size"])]
     table1: bool,
@@ -79,7 +79,7 @@ struct Workload {
     batch_size: usize,
 }
 
-/// Seed 004's Table I settings.
+/// Xiang et al.'s Table I settings.
 fn table1() -> [Workload; 3] {
     [
         Workload { name: "MNIST", model: ModelName::XiangMnist, input: [1, 28, 28], lot_size: 1000, batch_size: 500 },
@@ -136,7 +136,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// The workloads asked for: seed 004's Table 1, or the one of the flags.
+/// The workloads asked for: Xiang et al.'s Table 1, or the one of the flags.
 fn workloads(args: &BenchArgs) -> Vec<Workload> {
     if args.table1 {
         return table1().into();
@@ -231,6 +231,6 @@ fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], 
         }
     }
     println!(
-        "targets: gaussian/none <= 1.3, optimized/gaussian <= 1.1, ls-sgd/gaussian <= 1.05 (seed 004 measured 1.81 and 2.72 on MNIST)"
+        "targets: gaussian/none <= 1.3, optimized/gaussian <= 1.1, ls-sgd/gaussian <= 1.05 (Xiang et al. measured 1.81 and 2.72 on MNIST)"
     );
 }

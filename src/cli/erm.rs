@@ -1,4 +1,4 @@
-//! `dptrain erm`: the DP-ERM experiment of seeds 000/001 and 003 on a CSV table: every method at
+//! `dptrain erm`: the DP-ERM experiment of Kang et al.'s two papers on a CSV table: every method at
 //! every epsilon, repeated, as a table (terminal, CSV, JSON) and two SVG plots.
 
 use super::progress::Progress;
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// Train logistic regression or an MLP privately on a CSV table with the papers' DP-ERM methods
 /// and the certified baselines, and report test accuracy and optimality gap over epsilon.
 ///
-/// Methods: input (seed 000 Alg. 1), dbdp and dbdp-if (seed 003 Algs. 1-2), all `paper-bound`;
+/// Methods: input (Kang et al., input perturbation, Alg. 1), dbdp and dbdp-if (Kang et al., DBDP-ERM, Algs. 1-2), all `paper-bound`;
 /// gradient (DP-SGD, RDP), output (output perturbation) and objective (Kifer et al. 2012), all
 /// `certified` where the loss meets the theorem's conditions and refused with the reason where
 /// not; non-private (L* and the accuracy ceiling).

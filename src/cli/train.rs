@@ -104,8 +104,8 @@ pub struct TrainArgs {
     device: Option<DeviceChoice>,
 
     /// Mechanism: gaussian (DP-SGD/DP-Adam), ls-sgd / ls-adam (DP-LSSGD / DP-LSAdam: the noisy
-    /// gradient Laplacian-smoothed, same epsilon), optimized (seed 004 made sound: per-layer
-    /// clipping and a sigma per layer, certified), optimized-paper (seed 004's Algorithm 1 as
+    /// gradient Laplacian-smoothed, same epsilon), optimized (Xiang et al.'s mechanism made sound: per-layer
+    /// clipping and a sigma per layer, certified), optimized-paper (Xiang et al.'s Algorithm 1 as
     /// written: the paper's epsilon, paper-bound, beside the certified reading of its sigma, none)
     /// or none (the unperturbed baseline, no privacy) [default: gaussian].
     #[arg(long, value_parser = parse::<MechanismName>)]

@@ -36,7 +36,7 @@ pub fn positive(name: &'static str, x: f64) -> Result<f64> {
     if x.is_finite() && x > 0.0 { Ok(x) } else { Err(invalid(name, x, "must be a finite number > 0")) }
 }
 
-/// A fraction strictly inside (0, 1), such as the split parameter mu of seed 002's Theorem 1.
+/// A fraction strictly inside (0, 1), such as the split parameter mu of Wang et al.'s Theorem 1.
 pub fn open_unit(name: &'static str, x: f64) -> Result<f64> {
     if x.is_finite() && x > 0.0 && x < 1.0 { Ok(x) } else { Err(invalid(name, x, "must be in (0, 1)")) }
 }

@@ -3,11 +3,11 @@
 //!
 //! - `Uniform`: sigma = z C everywhere (DP-SGD, DP-LSSGD).
 //! - `Groups` (`--mechanism optimized`, sound): each DP layer g is clipped to C_g = C / sqrt(G)
-//!   and gets its own sigma_g from seed 004's solver (one sphere of radius C_g per layer), under
+//!   and gets its own sigma_g from Xiang et al.'s solver (one sphere of radius C_g per layer), under
 //!   sum_g C_g^2 / sigma_g^2 = 1 / z^2: the step is exactly the Gaussian mechanism with noise
 //!   multiplier z. The weights W_g = sum |w_i| over the layer come from an average of past
 //!   released noisy gradients (post-processing, free); before any release, W_g = layer size.
-//! - `Sphere` (`--mechanism optimized-paper`): seed 004's Algorithm 1: per-coordinate sigma from
+//! - `Sphere` (`--mechanism optimized-paper`): Xiang et al.'s Algorithm 1: per-coordinate sigma from
 //!   the solver on the fused device kernel under L2 clipping (one sphere of radius C) and the
 //!   per-step condition tau, w the full-data gradient recomputed every `every` lots. Its true
 //!   noise multiplier is min sigma / C (docs/ARCHITECTURE.md, "The optimized additive noise

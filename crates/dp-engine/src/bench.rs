@@ -1,4 +1,4 @@
-//! Batch-time benchmark (seed 004's Table I): milliseconds per lot of the unperturbed baseline
+//! Batch-time benchmark (Xiang et al.'s Table I): milliseconds per lot of the unperturbed baseline
 //! (plain Burn training of the same module: autodiff parameter gradients and a burn-optim step),
 //! DP-SGD, the optimized mechanism (sound and as in the paper) and DP-LSSGD, every one through
 //! the same `LotStep` the trainer runs, on the same model, lot and device, interleaved in one

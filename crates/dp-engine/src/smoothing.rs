@@ -1,4 +1,4 @@
-//! DP-LSSGD's post-processing in the DP step (seed 002): the noisy lot gradient is multiplied by
+//! DP-LSSGD's post-processing in the DP step (Wang et al.): the noisy lot gradient is multiplied by
 //! A_s^{-1} per parameter tensor (the authors' code, flattened in PyTorch's row-major layout) or
 //! over the whole model as one vector. Smoothing after the noise is post-processing: it changes
 //! no epsilon.

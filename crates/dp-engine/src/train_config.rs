@@ -21,15 +21,15 @@ pub enum MechanismName {
     None,
     /// DP-SGD / DP-Adam: per-example clipping and Gaussian noise.
     Gaussian,
-    /// DP-LSSGD (seed 002): DP-SGD whose noisy gradient is Laplacian-smoothed (post-processing).
+    /// DP-LSSGD (Wang et al.): DP-SGD whose noisy gradient is Laplacian-smoothed (post-processing).
     LsSgd,
     /// DP-LSAdam: the smoothed gradient fed to Adam.
     LsAdam,
     /// The optimized additive noise mechanism, sound (docs/ARCHITECTURE.md, "The optimized additive
     /// noise mechanism"): per-layer clipping and a
-    /// sigma per layer from seed 004's solver at the calibrated noise multiplier.
+    /// sigma per layer from Xiang et al.'s solver at the calibrated noise multiplier.
     Optimized,
-    /// Seed 004's Algorithm 1 as written: Eq. 12 budget, corrected tau, per-coordinate sigma from
+    /// Xiang et al.'s Algorithm 1 as written: Eq. 12 budget, corrected tau, per-coordinate sigma from
     /// the solver with w the full-data gradient (label paper-bound; its sigma's own epsilon: none).
     OptimizedPaper,
 }

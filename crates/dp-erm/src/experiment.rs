@@ -1,4 +1,4 @@
-//! The papers' experiment (seed 000 Figures 2-3, seed 003 Figure 1): every method at every
+//! The papers' experiment (input perturbation's Figures 2-3, DBDP-ERM's Figure 1): every method at every
 //! epsilon, repeated, summarized as mean and standard deviation of test accuracy and of the
 //! optimality gap F(theta_priv) - L* on the training rows, each row with its guarantee label.
 

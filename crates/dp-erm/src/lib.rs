@@ -1,5 +1,5 @@
 //! Differentially private empirical risk minimization on tabular data: the input-perturbation
-//! method of Kang et al. (seeds 000/001), DBDP-ERM and its influence-function variant (seed 003),
+//! method of Kang et al., DBDP-ERM and its influence-function variant (Kang et al., data perturbation),
 //! all labelled `paper-bound`, and the certified baselines the papers compare against (DP-SGD with
 //! RDP accounting, output perturbation, objective perturbation), with the papers' experiment
 //! (accuracy and optimality gap over epsilon) as one call. The reference runs in f64 on the host

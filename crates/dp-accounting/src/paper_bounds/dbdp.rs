@@ -1,4 +1,4 @@
-//! Seed 003 (Kang et al., DBDP-ERM): the data-perturbation noise of Theorem 1 (Algorithm 1) and the
+//! Kang et al., DBDP-ERM: the data-perturbation noise of Theorem 1 (Algorithm 1) and the
 //! per-example noise of Theorem 2 (Algorithm 2, influence functions).
 
 use crate::error::{AccountingError, Result};

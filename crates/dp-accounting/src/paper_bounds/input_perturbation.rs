@@ -1,4 +1,4 @@
-//! Seed 000 (Kang et al., input perturbation): the variance of the Gaussian noise added once to
+//! Kang et al., input perturbation: the variance of the Gaussian noise added once to
 //! every training record, Theorem 1 (strongly convex loss) and Theorem 3 (Polyak-Lojasiewicz).
 
 use crate::error::Result;

@@ -1,4 +1,4 @@
-//! Seed 002 (Wang et al., DP-LSSGD), Theorem 1: the Gaussian noise per coordinate for an
+//! Wang et al. (DP-LSSGD), Theorem 1: the Gaussian noise per coordinate for an
 //! (epsilon, delta) run of T iterations with batch b out of n records and G-Lipschitz losses.
 //!
 //! The seed's text lost its equations; this follows the proof in its Appendix A.1, whose structure

@@ -1,4 +1,4 @@
-//! Seed 004 (Xiang, Yang, Li): the per-step budget of Eq. 12 and the per-step Gaussian condition
+//! Xiang, Yang and Li (the optimized additive noise mechanism): the per-step budget of Eq. 12 and the per-step Gaussian condition
 //! sum_i Delta_i^2 / sigma_i^2 <= tau, as printed and corrected (docs/ARCHITECTURE.md, "The
 //! optimized additive noise mechanism").
 

@@ -1,4 +1,4 @@
-//! DP-LSSGD / DP-LSAdam (seed 002): DP-SGD whose noisy gradient is multiplied by A_s^{-1}
+//! DP-LSSGD / DP-LSAdam (Wang et al.): DP-SGD whose noisy gradient is multiplied by A_s^{-1}
 //! (`crate::smoothing`) before the optimiser. Smoothing acts after the noise: post-processing,
 //! so the epsilon is that of the Gaussian mechanism.
 

@@ -1,4 +1,4 @@
-//! `--mechanism optimized`, seed 004's allocation made sound (docs/ARCHITECTURE.md, "The
+//! `--mechanism optimized`, Xiang et al.'s allocation made sound (docs/ARCHITECTURE.md, "The
 //! optimized additive noise mechanism"): per-layer clipping to C_g = C / sqrt(G) and one sigma per
 //! layer with sum_g C_g^2 / sigma_g^2 = 1 / z^2, so the step is exactly the Gaussian mechanism
 //! with noise multiplier z; the weights come from past releases (post-processing).

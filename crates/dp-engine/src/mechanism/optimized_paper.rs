@@ -1,4 +1,4 @@
-//! `--mechanism optimized-paper`: seed 004's Algorithm 1 as written. Eq. 12 splits the budget
+//! `--mechanism optimized-paper`: Xiang et al.'s Algorithm 1 as written. Eq. 12 splits the budget
 //! over the steps, the (corrected) per-step condition tau sets the noise, and the solver spreads
 //! a sigma per coordinate by the full-data gradient w. Its epsilon is the paper's claim (label
 //! paper-bound); beside it, the epsilon of the Gaussian mechanism with the smallest sigma used,
@@ -19,7 +19,7 @@ use dp_accounting::{Guarantee, PrivacyLedger};
 /// rescaling, a few ulps.
 const SOLVER_TOLERANCE: f64 = 1e-5;
 
-/// Seed 004's Algorithm 1, recomputing w every `every` lots.
+/// Xiang et al.'s Algorithm 1, recomputing w every `every` lots.
 pub struct OptimizedPaper {
     /// Lots between recomputations of w.
     pub every: u64,
@@ -36,7 +36,10 @@ impl Mechanism for OptimizedPaper {
 
     fn validate(&self, config: &TrainConfig, clipping: Clipping) -> Result<()> {
         if clipping == Clipping::PerLayer {
-            return Err(EngineError::invalid("clipping", "optimized-paper is seed 004 as written: flat L2 clipping"));
+            return Err(EngineError::invalid(
+                "clipping",
+                "optimized-paper is Xiang et al.'s Algorithm 1 as written: flat L2 clipping",
+            ));
         }
         if config.target_epsilon.is_none() {
             return Err(EngineError::invalid(

@@ -56,7 +56,7 @@ fn sampling_of(sampler: &LotSampler) -> (LotSampling, f64) {
 }
 
 /// The full-data mean gradient of `model` (unclipped, with the included canaries as records):
-/// seed 004's model sensitivity w.
+/// Xiang et al.'s model sensitivity w.
 pub fn mean_gradient<M>(
     model: &M,
     source: &dyn LotSource<M>,

@@ -2,10 +2,10 @@
 //!
 //! - `mnist-cnn`: the TF Privacy / Opacus MNIST tutorial CNN (conv 16 8x8/2 pad 3, maxpool 2/1,
 //!   conv 32 4x4/2, maxpool 2/1, fc 32, fc classes).
-//! - `xiang-mnist`: seed 004's MNIST model, 2 conv + 2 fc with 128 hidden units. The paper gives
+//! - `xiang-mnist`: Xiang et al.'s MNIST model, 2 conv + 2 fc with 128 hidden units. The paper gives
 //!   only those counts; the convolutions are TensorFlow's MNIST tutorial ones (5x5, 32 and 64
 //!   channels, same padding, maxpool 2/2), which its framework was built on.
-//! - `cifar10-cnn`: seed 004's CIFAR-10 model, 6 conv + 3 fc; reconstructed as three VGG blocks
+//! - `cifar10-cnn`: Xiang et al.'s CIFAR-10 model, 6 conv + 3 fc; reconstructed as three VGG blocks
 //!   (3x3 convs of 32, 32 | 64, 64 | 128, 128 channels, maxpool 2/2 after each block), fc 128,
 //!   fc 128, fc classes.
 //! - `logreg`: multinomial logistic regression on the flattened input.
@@ -42,9 +42,9 @@ use std::str::FromStr;
 pub enum ModelName {
     /// The TF Privacy / Opacus MNIST tutorial CNN.
     MnistCnn,
-    /// Seed 004's MNIST model (2 conv + 2 fc, 128 hidden units).
+    /// Xiang et al.'s MNIST model (2 conv + 2 fc, 128 hidden units).
     XiangMnist,
-    /// Seed 004's CIFAR-10 model (6 conv + 3 fc).
+    /// Xiang et al.'s CIFAR-10 model (6 conv + 3 fc).
     Cifar10Cnn,
     /// Multinomial logistic regression.
     Logreg,

@@ -1,4 +1,4 @@
-//! Seed 003 Algorithm 1 (DBDP-ERM): every training row gets N(0, sigma^2 I) once, sigma from
+//! Kang et al.'s DBDP-ERM, Algorithm 1: every training row gets N(0, sigma^2 I) once, sigma from
 //! Theorem 1 (c q G sqrt(T ln(1/delta)) / eps), then T steps of minibatch SGD on qn rows drawn
 //! without replacement. The proof linearizes the loss in the noise: `paper-bound`.
 

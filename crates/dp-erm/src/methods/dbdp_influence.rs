@@ -1,4 +1,4 @@
-//! Seed 003 Algorithm 2 (performance-improving DBDP-ERM), exactly as written: start from the
+//! Kang et al.'s DBDP-ERM, Algorithm 2 (performance-improving), exactly as written: start from the
 //! non-private optimum theta~, compute H^{-1} there once, and for T = R * T_local single-example
 //! SGD steps estimate each drawn example's contribution c_t = (1/n) H^{-1} grad l(z_t, theta_r^(g))
 //! (Eq. 14); when ||(c_t + theta_r^(g)) / theta_r^(g)||_2 (element-wise division) lies in

@@ -1,4 +1,4 @@
-//! Seed 000 Algorithm 1 (input perturbation): every training row gets N(0, sigma^2 I) once, with
+//! Kang et al.'s input perturbation, Algorithm 1: every training row gets N(0, sigma^2 I) once, with
 //! sigma from Theorem 1 (strongly convex: logistic and softmax regression) or Theorem 3 (the PL
 //! condition, which the paper assumes for the MLP), then T rounds of full-batch gradient descent
 //! on the perturbed rows. The privacy argument treats a loss gap as a constant: `paper-bound`.

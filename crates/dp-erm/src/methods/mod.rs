@@ -1,4 +1,4 @@
-//! The DP-ERM methods of seeds 000/001 and 003 and the baselines they compare against, run on
+//! The DP-ERM methods of Kang et al.'s two papers and the baselines they compare against, run on
 //! one prepared problem (model, scaled train/test rows, the non-private optimum).
 
 mod dbdp;
@@ -27,11 +27,11 @@ use std::sync::OnceLock;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
-    /// Seed 000 Algorithm 1: perturb every row once, then full-batch gradient descent.
+    /// Kang et al.'s input perturbation, Algorithm 1: perturb every row once, then full-batch gradient descent.
     Input,
-    /// Seed 003 Algorithm 1: perturb every row once, then minibatch SGD.
+    /// Kang et al.'s DBDP-ERM, Algorithm 1: perturb every row once, then minibatch SGD.
     Dbdp,
-    /// Seed 003 Algorithm 2: influence-function threshold, per-example noise (Theorem 2).
+    /// Kang et al.'s DBDP-ERM, Algorithm 2: influence-function threshold, per-example noise (Theorem 2).
     DbdpIf,
     /// DP-SGD with Poisson sampling, clipping and RDP accounting (certified).
     Gradient,
