@@ -41,14 +41,14 @@ mod tests {
     #[test]
     fn labels_of_any_unsigned_type() {
         let device = crate::backend::cpu().device;
-        let host = |t: Tensor<2>| t.to_data().to_vec::<f32>().expect("f32");
+        let host = |t: Tensor<2>| t.to_data().try_to_vec::<f32>().expect("f32");
         let small: Vec<u8> = vec![2, 0, 1];
         let wide: Vec<usize> = vec![2, 0, 1];
         assert_eq!(host(one_hot(&small, 3, &device)), host(one_hot(&wide, 3, &device)));
         assert_eq!(host(one_hot(&wide, 3, &device)), [0., 0., 1., 1., 0., 0., 0., 1., 0.]);
         let logits =
             Tensor::<2>::from_data(TensorData::new(vec![0f32, 0., 9., 9., 0., 0., 9., 0., 0.], [3, 3]), &device);
-        let got = correct(logits, &wide, &device).to_data().to_vec::<f32>().expect("f32");
+        let got = correct(logits, &wide, &device).to_data().try_to_vec::<f32>().expect("f32");
         assert_eq!(got, [1.0, 1.0, 0.0]);
         let refused = std::panic::catch_unwind(|| one_hot(&[3usize], 3, &crate::backend::cpu().device));
         let message = refused.expect_err("label 3 of 3 classes").downcast::<String>().expect("a message");
