@@ -20,7 +20,7 @@ use dp_engine::backend;
 use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::nn::{DpLinear, DpLinearConfig};
 use dp_engine::privacy_engine::PrivacyEngine;
-use dp_engine::step::lot::{ExampleLosses, LotSource};
+use dp_engine::step::lot::{ExampleLosses, LotSource, evaluate};
 use dp_engine::train_config::MechanismName;
 use dp_engine::{EngineError, SelectedDevice};
 use oracle::{assert_close, param_value};
@@ -206,4 +206,21 @@ fn an_option_of_another_mechanism_is_refused() {
     let err = make(engine().mechanism(MechanismName::LsSgd).sensitivity_every(5)).expect("refused").to_string();
     assert!(err.contains("sensitivity_every") && err.contains("LsSgd"), "{err}");
     assert!(make(engine().mechanism(MechanismName::LsSgd).ls_sigma(2.0)).is_none(), "ls-sgd reads ls_sigma");
+}
+
+/// A test set given as a `LotSource` is evaluated with the user's own loss, in any batch size:
+/// the mean over every example, as computed one example at a time.
+#[test]
+fn a_lot_source_evaluates_a_model_with_its_own_loss() {
+    let device = backend::cpu();
+    let model = regressor(&device);
+    let data = Squares::new(7);
+    let one_by_one: f64 =
+        (0..7).map(|i| f64::from(data.losses(&model, &[i], &device.device).losses.into_scalar::<f32>())).sum::<f64>()
+            / 7.0;
+    for batch in [1, 3, 7, 100] {
+        let (loss, accuracy) = evaluate(&model, &data, batch, &device.device).read().expect("examples");
+        assert!((loss - one_by_one).abs() <= 1e-6 * (1.0 + one_by_one), "batch {batch}: {loss} vs {one_by_one}");
+        assert_eq!(accuracy, None, "a regression has no accuracy");
+    }
 }

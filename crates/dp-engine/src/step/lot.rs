@@ -8,6 +8,7 @@ use crate::grad_sample::ParamGrad;
 use crate::grad_sample::batch::{BatchGrads, ClipSpec, unknown};
 use crate::grad_sample::params::ParamTable;
 use crate::tensor_io::vector;
+use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 
 /// The model's loss on a batch, example by example.
@@ -68,6 +69,21 @@ impl LotMetrics {
         let correct = self.correct.clone().map(|c| f64::from(c.into_scalar::<f32>()) / n);
         Some((loss / n, correct))
     }
+}
+
+/// The metrics of `model` (in its validation state) on every example of `source`, in batches of
+/// `batch_size`: a test set given as a `LotSource` is evaluated with the loss that trains on the
+/// training set (`read()` gives the mean loss and, for classifiers, the accuracy). Outside any DP
+/// step: on the training data the metrics are not private.
+pub fn evaluate<M: Module>(model: &M, source: &dyn LotSource<M>, batch_size: usize, device: &Device) -> LotMetrics {
+    let model = model.valid();
+    let indices: Vec<usize> = (0..source.len()).collect();
+    let mut metrics = LotMetrics { examples: indices.len(), ..LotMetrics::default() };
+    for chunk in indices.chunks(batch_size.max(1)) {
+        let out = source.losses(&model, chunk, device);
+        metrics.add(out.losses.sum(), out.correct.map(Tensor::sum));
+    }
+    metrics
 }
 
 /// The examples of a physical batch of `rows`: the chunk, then copies of its first example
