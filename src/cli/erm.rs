@@ -180,8 +180,9 @@ fn write(report: &ExperimentReport, out: &Path) -> Result<Vec<String>> {
         for (metric, title, file) in
             [(Metric::Accuracy, "Test accuracy", "accuracy.svg"), (Metric::Gap, "Optimality gap", "gap.svg")]
         {
-            draw(report, metric, title, &out.join(file))?;
-            written.push(out.join(file).display().to_string());
+            let path = out.join(file);
+            draw(report, metric, title, &path)?;
+            written.push(path.display().to_string());
         }
     }
     Ok(written)

@@ -37,8 +37,14 @@ pub struct SelectedDevice {
 /// Opens the default wgpu adapter and reports whether it is a physical GPU.
 fn open_wgpu() -> Result<SelectedDevice> {
     let (device, identity) = dp_kernels::wgpu_probe::open_wgpu().map_err(EngineError::Device)?;
+    Ok(wgpu(device, identity))
+}
+
+/// A wgpu device with its adapter's name and whether it is physical hardware, as far as the
+/// adapter says.
+fn wgpu(device: Device, identity: Option<(String, bool)>) -> SelectedDevice {
     let (name, hardware) = identity.unwrap_or_else(|| ("unknown adapter".into(), false));
-    Ok(SelectedDevice { device, backend: "wgpu", name, hardware })
+    SelectedDevice { device, backend: "wgpu", name, hardware }
 }
 
 /// The number of threads a CPU backend runs on.
@@ -87,13 +93,12 @@ impl SelectedDevice {
     #[allow(deprecated)] // NdArray: the oracle tests' reference backend.
     pub fn of(device: &Device) -> Self {
         let device = device.clone().without_autodiff();
-        let identity = device.identity().map(|id| (id.name, id.physical.is_some()));
         match device.as_dispatch() {
             DispatchDevice::Flex(_) => cpu(),
             DispatchDevice::NdArray(_) => ndarray(),
             _ => {
-                let (name, hardware) = identity.unwrap_or_else(|| ("unknown adapter".into(), false));
-                SelectedDevice { device, backend: "wgpu", name, hardware }
+                let identity = device.identity().map(|id| (id.name, id.physical.is_some()));
+                wgpu(device, identity)
             }
         }
     }

@@ -45,16 +45,8 @@ impl<M: ImageClassifier> LotSource<M> for CrossEntropyLots<'_> {
     }
 }
 
-/// The accuracy of `model` on `data`.
+/// The accuracy of `model` on `data` (0 for an empty set).
 pub fn evaluate<M: ImageClassifier>(model: &M, data: &ImageDataset, device: &Device) -> f64 {
-    let model = model.valid();
-    let indices: Vec<usize> = (0..data.len()).collect();
-    let mut total: Option<Tensor<1>> = None;
-    for chunk in indices.chunks(EVAL_BATCH) {
-        let (x, labels) = images(data, chunk, device);
-        let batch = correct(model.logits(x), &labels, device).sum();
-        total = Some(total.map_or(batch.clone(), |t| t + batch));
-    }
-    let total = total.map_or(0.0, |t| f64::from(t.into_scalar::<f32>()));
-    total / data.len().max(1) as f64
+    let metrics = crate::step::lot::evaluate(model, &CrossEntropyLots { data }, EVAL_BATCH, device);
+    metrics.read().and_then(|(_, accuracy)| accuracy).unwrap_or(0.0)
 }

@@ -17,15 +17,18 @@ pub enum EngineError {
     #[error("{0}")]
     Unsupported(String),
     /// A parameter was used twice in one forward pass (weight sharing): its per-example gradient
-    /// would need both uses' contributions before the norm. `ParamTable::name_shared` puts the
-    /// parameter's path in place of its id.
+    /// would need both uses' contributions before the norm. `ParamTable::name_shared` gives its
+    /// path.
     #[error(
-        "parameter {param} is used twice in one forward pass (weight sharing; the second use is a {layer}): \
-         per-example gradients of shared weights are not supported, give each use its own layer"
+        "parameter {} is used twice in one forward pass (weight sharing; the second use is a {layer}): \
+         per-example gradients of shared weights are not supported, give each use its own layer",
+        path.as_ref().map_or_else(|| id.to_string(), |p| format!("`{p}`"))
     )]
     SharedParameter {
-        /// The parameter: its id, or its path once named.
-        param: String,
+        /// The parameter.
+        id: burn::module::ParamId,
+        /// Its path in the model, once named.
+        path: Option<String>,
         /// The type of the layer that used it the second time.
         layer: &'static str,
     },

@@ -524,25 +524,21 @@ pub fn train(
     let fresh_optimizer = optimizer(config.optimizer(mechanism.as_ref()), config.momentum, config.weight_decay);
     let source = CrossEntropyLots { data: &train_data };
     let fresh_table = ParamTable::of(&model)?;
+    let run = RunOf { config: &config, plan: &plan, mechanism: mechanism.as_ref(), keys: &keys, device: dev };
     // Canaries (a fresh run only) are placed before anything is written.
     let canaries = match session.audit {
-        Some(request) => {
-            let run = RunOf { config: &config, plan: &plan, mechanism: mechanism.as_ref(), keys: &keys, device: dev };
-            Some(place_canaries(request, &run, &model, &source, batching, &fresh_table)?)
-        }
+        Some(request) => Some(place_canaries(request, &run, &model, &source, batching, &fresh_table)?),
         None => None,
     };
     let (config_digest, restored) = match checkpoint {
         Some(ckpt) => {
             let digest = ckpt.header.config_digest.clone();
             let fresh = (model, fresh_optimizer);
-            let run = RunOf { config: &config, plan: &plan, mechanism: mechanism.as_ref(), keys: &keys, device: dev };
             (digest, resume(ckpt, &run, fresh, &ckpt_path)?)
         }
         None => {
             dry_run(&model, &source, batching, &fresh_table, dev)?;
             lock = Some(RunLock::acquire(&run_dir)?);
-            let run = RunOf { config: &config, plan: &plan, mechanism: mechanism.as_ref(), keys: &keys, device: dev };
             start_fresh(&run, model, fresh_optimizer, session.overwrite)?
         }
     };

@@ -111,9 +111,8 @@ impl ParamTable {
     /// `err` with a shared parameter named by its path instead of its id.
     pub fn name_shared(&self, err: EngineError) -> EngineError {
         match err {
-            EngineError::SharedParameter { param, layer } => {
-                let path = self.params.iter().find(|p| p.id.to_string() == param).map(|p| format!("`{}`", p.path));
-                EngineError::SharedParameter { param: path.unwrap_or(param), layer }
+            EngineError::SharedParameter { id, path: _, layer } => {
+                EngineError::SharedParameter { id, path: self.get(id).map(|p| p.path.clone()), layer }
             }
             other => other,
         }

@@ -86,8 +86,9 @@ pub fn observe<const D: usize>(
                 .get_or_insert_with(|| EngineError::Unsupported(format!("a {layer}'s output has no batch dimension")));
             return output;
         }
-        if let Some(id) = tape.entries.iter().flat_map(|e| e.params.iter()).find(|id| params.contains(id)) {
-            tape.refused.get_or_insert_with(|| EngineError::SharedParameter { param: id.to_string(), layer });
+        let shared = tape.params().find(|id| params.contains(id)).copied();
+        if let Some(id) = shared {
+            tape.refused.get_or_insert(EngineError::SharedParameter { id, path: None, layer });
         }
         let dims = output.dims();
         let flat = output.flatten::<2>(1, D - 1);
