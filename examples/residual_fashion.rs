@@ -14,7 +14,9 @@ use burn::tensor::activation::relu;
 use dp_data::{DatasetName, Split};
 use dp_engine::DeviceChoice;
 use dp_engine::classifier::{CrossEntropyLots, ImageClassifier, evaluate};
+use dp_engine::mechanism::gaussian::Gaussian;
 use dp_engine::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
+use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
 use dp_engine::trainer::load_dataset;
 use std::time::Instant;
@@ -91,13 +93,9 @@ fn main() -> anyhow::Result<()> {
 
     // The user's own burn-optim optimiser, wrapped so that every step is a DP step.
     let sgd = SgdConfig::new().with_momentum(Some(MomentumConfig::new().with_momentum(0.9).with_dampening(0.0)));
-    let mut dp = PrivacyEngine::new()
-        .target_epsilon(3.0)
-        .delta(1e-5)
-        .clip_norm(1.0)
-        .lot_size(512)
-        .epochs(4.0)
-        .make_private(&model, sgd.init(), &source, &device.device)?;
+    let privacy =
+        PrivacyConfig::new(Gaussian).with_target_epsilon(3.0).with_delta(1e-5).with_lot_size(512).with_epochs(4.0);
+    let mut dp = PrivacyEngine::new(privacy).make_private(&model, sgd.init(), &source, &device.device)?;
     println!(
         "residual GroupNorm CNN on {}: noise multiplier {:.3}, {} steps planned, {}",
         device.name,

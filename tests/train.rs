@@ -109,12 +109,12 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     let whole = tmp.path().join("whole");
     assert!(run(&whole, &[]).status().unwrap().success());
     let reference = checkpoint(&whole);
-    assert_eq!(reference["step"], 320);
+    assert_eq!(reference["state"]["step"], 320);
 
     // Stopped, then resumed.
     let stopped = tmp.path().join("stopped");
     assert!(run(&stopped, &["--stop-after", "7"]).status().unwrap().success());
-    assert_eq!(checkpoint(&stopped)["step"], 7);
+    assert_eq!(checkpoint(&stopped)["state"]["step"], 7);
     // A flag that would change the run is refused on resume, never silently ignored.
     let changed = [base_args(d, stopped.to_str().unwrap()), vec!["--resume", "--learning-rate", "9"]].concat();
     one_line_error(&dptrain(&changed), "--learning-rate");
@@ -134,7 +134,7 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
         .collect();
     assert!(steps.windows(2).all(|w| w[0] < w[1]), "each step logged once: {steps:?}");
     assert!(!std::fs::read_to_string(&metrics).unwrap().contains("12345.5"), "the stale line is dropped");
-    assert_eq!(resumed["ledger"], reference["ledger"]);
+    assert_eq!(resumed["state"]["ledger"], reference["state"]["ledger"]);
     assert_eq!(resumed["values_digest"], reference["values_digest"], "a seeded resumed run ends with the same model");
 
     // Killed at an arbitrary moment (after at least one checkpoint), then resumed.
@@ -148,7 +148,7 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     child.wait().unwrap();
     assert!(run(&killed, &["--resume"]).status().unwrap().success());
     let after_kill = checkpoint(&killed);
-    assert_eq!(after_kill["ledger"], reference["ledger"]);
+    assert_eq!(after_kill["state"]["ledger"], reference["state"]["ledger"]);
     assert_eq!(after_kill["values_digest"], reference["values_digest"]);
 
     // Ctrl-C with no periodic checkpoint: the step finishes, the checkpoint is written, the exit
@@ -165,11 +165,11 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
     assert!(stderr.contains("interrupted at step") && stderr.contains("--resume"), "stderr: {stderr}");
-    let step = checkpoint(&interrupted)["step"].as_u64().unwrap();
+    let step = checkpoint(&interrupted)["state"]["step"].as_u64().unwrap();
     assert!(step > 0 && step < 320, "interrupted at step {step}");
     assert!(run(&interrupted, &["--resume", "--checkpoint-every", "0"]).status().unwrap().success());
     let after_interrupt = checkpoint(&interrupted);
-    assert_eq!(after_interrupt["ledger"], reference["ledger"]);
+    assert_eq!(after_interrupt["state"]["ledger"], reference["state"]["ledger"]);
     assert_eq!(after_interrupt["values_digest"], reference["values_digest"]);
 }
 
@@ -284,7 +284,7 @@ fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_r
     assert_eq!(optimized["guarantee"], "certified");
     assert_eq!(optimized["epsilon"], gaussian["epsilon"]);
     assert_ne!(optimized_ckpt["values_digest"], gaussian_ckpt["values_digest"]);
-    assert!(optimized_ckpt["allocation"].is_array(), "the allocation state is checkpointed");
+    assert!(optimized_ckpt["state"]["allocation"].is_array(), "the allocation state is checkpointed");
 
     // As written: the paper's epsilon is the budget, its sigma's own epsilon is labelled none.
     let (paper, _) =
@@ -337,14 +337,15 @@ fn every_mechanism_resumes_exactly_where_the_whole_run_ends() {
         let (stop_args, stopped) = run("stopped", &["--stop-after", "5"]);
         let stop = dptrain(&stop_args.iter().map(String::as_str).collect::<Vec<_>>());
         assert!(stop.status.success(), "{name}: {}", String::from_utf8_lossy(&stop.stderr));
-        assert_eq!(checkpoint(&stopped)["step"], 5, "{name}");
+        assert_eq!(checkpoint(&stopped)["state"]["step"], 5, "{name}");
         let (resume_args, _) = run("stopped", &["--resume"]);
         let (resumed, after) = train_json(resume_args.iter().map(String::as_str).collect(), &stopped);
         for key in ["test_accuracy", "epsilon", "steps", "guarantee", "sigma_privacy", "noise_multiplier"] {
             assert_eq!(resumed[key], report[key], "{name}: {key}");
         }
-        for key in ["ledger", "values_digest", "sampler", "noise"] {
-            assert_eq!(after[key], reference[key], "{name}: {key}");
+        assert_eq!(after["values_digest"], reference["values_digest"], "{name}: values_digest");
+        for key in ["ledger", "sampler", "noise"] {
+            assert_eq!(after["state"][key], reference["state"][key], "{name}: {key}");
         }
     }
     // optimized-paper's ledger multiplier, edited by a holder of the key: far from the plan (the
@@ -359,18 +360,18 @@ fn every_mechanism_resumes_exactly_where_the_whole_run_ends() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert!(dptrain(&[args.clone(), vec!["--stop-after", "4"]].concat()).status.success());
     let original = std::fs::read(out.join("checkpoint.bin")).unwrap();
-    let z = checkpoint(&out)["ledger"]["entries"][0]["noise_multiplier"].as_f64().unwrap();
+    let z = checkpoint(&out)["state"]["ledger"]["entries"][0]["noise_multiplier"].as_f64().unwrap();
     let cases: [(f64, &str); 2] = [(100.0, "ledger entry"), (z * (1.0 + 2e-6), "current sigma")];
     for (edited, needle) in cases {
         std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
-        tamper(&out, &|h| h["ledger"]["entries"][0]["noise_multiplier"] = edited.into());
+        tamper(&out, &|h| h["state"]["ledger"]["entries"][0]["noise_multiplier"] = edited.into());
         one_line_error(&dptrain(&[args.clone(), vec!["--resume"]].concat()), needle);
     }
     // The current sigma dropped (header and records): resumed, it would be recomputed mid-window.
     std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
     let sigma_bytes: u64 =
-        checkpoint(&out)["allocation"].as_array().unwrap().iter().map(|n| 4 * n.as_u64().unwrap()).sum();
-    forge(&out, &mac_key(&out), &|h| h["allocation"] = Value::Null, sigma_bytes as usize);
+        checkpoint(&out)["state"]["allocation"].as_array().unwrap().iter().map(|n| 4 * n.as_u64().unwrap()).sum();
+    forge(&out, &mac_key(&out), &|h| h["state"]["allocation"] = Value::Null, sigma_bytes as usize);
     one_line_error(&dptrain(&[args.clone(), vec!["--resume"]].concat()), "allocation");
 }
 
@@ -432,37 +433,45 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
     let header = checkpoint(&out);
     let resume = || dptrain(&[base_args(d, o), vec!["--resume"]].concat());
     // One step's noise: 7850 parameters, in blocks of 16 words per tensor.
-    let words_per_step = header["noise"]["word_pos"].as_u64().unwrap() / 3;
+    let words_per_step = header["state"]["noise"]["word_pos"].as_u64().unwrap() / 3;
     type Edit = Box<dyn Fn(&mut Value)>;
     let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "noise multiplier",
-            Box::new(|h| h["ledger"]["entries"][0]["noise_multiplier"] = 100.0.into()),
+            Box::new(|h| h["state"]["ledger"]["entries"][0]["noise_multiplier"] = 100.0.into()),
             "ledger entry",
         ),
-        ("sampling rate", Box::new(|h| h["ledger"]["entries"][0]["sample_rate"] = 0.0043.into()), "ledger entry"),
-        ("shuffled entry", Box::new(|h| h["ledger"]["entries"][0]["sampling"] = "shuffled".into()), "ledger entry"),
-        ("ledger steps", Box::new(|h| h["ledger"]["entries"][0]["steps"] = 1.into()), "ledger holds 1"),
-        ("empty ledger", Box::new(|h| h["ledger"]["entries"] = serde_json::json!([])), "ledger holds 0"),
-        ("step", Box::new(|h| h["step"] = 2.into()), "the run took 2"),
-        ("planned steps", Box::new(|h| h["planned_steps"] = 5.into()), "planned"),
-        ("sampler rate", Box::new(|h| h["sampler"]["sampling"]["rate"] = 1.0.into()), "sampler"),
-        ("sampler size", Box::new(|h| h["sampler"]["n"] = 1_000_000.into()), "sampler"),
+        (
+            "sampling rate",
+            Box::new(|h| h["state"]["ledger"]["entries"][0]["sample_rate"] = 0.0043.into()),
+            "ledger entry",
+        ),
+        (
+            "shuffled entry",
+            Box::new(|h| h["state"]["ledger"]["entries"][0]["sampling"] = "shuffled".into()),
+            "ledger entry",
+        ),
+        ("ledger steps", Box::new(|h| h["state"]["ledger"]["entries"][0]["steps"] = 1.into()), "ledger holds 1"),
+        ("empty ledger", Box::new(|h| h["state"]["ledger"]["entries"] = serde_json::json!([])), "ledger holds 0"),
+        ("step", Box::new(|h| h["state"]["step"] = 2.into()), "the run took 2"),
+        ("planned steps", Box::new(|h| h["state"]["planned_steps"] = 5.into()), "planned"),
+        ("sampler rate", Box::new(|h| h["state"]["sampler"]["sampling"]["rate"] = 1.0.into()), "sampler"),
+        ("sampler size", Box::new(|h| h["state"]["sampler"]["n"] = 1_000_000.into()), "sampler"),
         // Lots replayed: the sampler rewound to its start (the run spent more than it would say).
-        ("sampler rewound", Box::new(|h| h["sampler"]["stream"]["word_pos"] = 0.into()), "sampler"),
-        ("sampler stream", Box::new(|h| h["sampler"]["stream"]["stream"] = 1.into()), "sampler"),
-        ("sampler cursor", Box::new(|h| h["sampler"]["cursor"] = 100_000.into()), "sampler"),
-        ("noise position", Box::new(|h| h["noise"]["word_pos"] = 0.into()), "noise stream"),
-        ("noise stream", Box::new(|h| h["noise"]["stream"] = 0.into()), "noise stream"),
-        ("no noise", Box::new(|h| h["noise"] = Value::Null), "noise stream"),
+        ("sampler rewound", Box::new(|h| h["state"]["sampler"]["stream"]["word_pos"] = 0.into()), "sampler"),
+        ("sampler stream", Box::new(|h| h["state"]["sampler"]["stream"]["stream"] = 1.into()), "sampler"),
+        ("sampler cursor", Box::new(|h| h["state"]["sampler"]["cursor"] = 100_000.into()), "sampler"),
+        ("noise position", Box::new(|h| h["state"]["noise"]["word_pos"] = 0.into()), "noise stream"),
+        ("noise stream", Box::new(|h| h["state"]["noise"]["stream"] = 0.into()), "noise stream"),
+        ("no noise", Box::new(|h| h["state"]["noise"] = Value::Null), "noise stream"),
         // The step, the ledger and the noise rewound together (noise vectors would be reused):
         // the sampler still says three lots were drawn.
         (
             "step rewound",
             Box::new(move |h| {
-                h["step"] = 2.into();
-                h["ledger"]["entries"][0]["steps"] = 2.into();
-                h["noise"]["word_pos"] = (2 * words_per_step).into();
+                h["state"]["step"] = 2.into();
+                h["state"]["ledger"]["entries"][0]["steps"] = 2.into();
+                h["state"]["noise"]["word_pos"] = (2 * words_per_step).into();
             }),
             "sampler",
         ),
@@ -470,7 +479,7 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
         ("seconds huge", Box::new(|h| h["seconds"] = 1e308.into()), "training seconds"),
         ("started in the future", Box::new(|h| h["started"] = (u64::MAX / 2).into()), "training seconds"),
         ("seed dropped", Box::new(|h| h["seeded"] = false.into()), "seeded"),
-        ("allocation added", Box::new(|h| h["allocation"] = serde_json::json!([])), "allocation"),
+        ("allocation added", Box::new(|h| h["state"]["allocation"] = serde_json::json!([])), "allocation"),
         ("config digest", Box::new(|h| h["config_digest"] = "0".repeat(64).into()), "config.toml"),
     ];
     let refused = |what: &str, needle: &str| {
@@ -515,7 +524,7 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
     one_line_error(&dptrain(&[base_args(d, o), vec!["--resume", "--seed", "4"]].concat()), "seed");
     let resumed = resume();
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
-    assert_eq!(checkpoint(&out)["step"], 12);
+    assert_eq!(checkpoint(&out)["state"]["step"], 12);
 }
 
 /// Without a login session (no XDG_RUNTIME_DIR) the GPU probe of `--device auto` used to print

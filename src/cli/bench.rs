@@ -8,7 +8,7 @@ use clap::Args;
 use dp_data::DatasetName;
 use dp_engine::activation::Activation;
 use dp_engine::bench::{BENCHED, BenchConfig, BenchResult, bench};
-use dp_engine::train_config::MechanismName;
+use dp_engine::mechanism::MechanismName;
 use dp_engine::zoo::{ModelSpec, Normalization};
 use dp_engine::{DeviceChoice, ModelName};
 use serde_json::json;

@@ -11,10 +11,11 @@ use dp_engine::activation::Activation;
 use dp_engine::canaries::AuditRequest;
 use dp_engine::checkpoint::checkpoint_path;
 use dp_engine::clipping::Clipping;
-use dp_engine::mechanism;
-use dp_engine::privacy::PrivacySpent;
+use dp_engine::mechanism::MechanismName;
+use dp_engine::optimizer::OptimizerName;
+use dp_engine::privacy::{AccountantName, PrivacySpent};
 use dp_engine::smoothing::SmoothingScope;
-use dp_engine::train_config::{AccountantName, MechanismName, OptimizerName, TrainConfig};
+use dp_engine::train_config::TrainConfig;
 use dp_engine::trainer::{Event, Session, TrainReport, train};
 use dp_engine::zoo::Normalization;
 use dp_engine::{DeviceChoice, ModelName};
@@ -210,17 +211,14 @@ fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> Result
 impl TrainArgs {
     /// Defaults, then the config file, then the flags.
     fn resolve(&self) -> Result<TrainConfig> {
-        // The keys the config file sets: a mechanism's own option there is checked like its flag.
-        let mut file_keys = Vec::new();
         let config = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-                file_keys = parse_toml::<toml::Table>(&text, path)?.keys().cloned().collect();
                 parse_toml(&text, path)?
             }
             None => TrainConfig::default(),
         };
-        self.overlay(config, &file_keys)
+        self.overlay(config)
     }
 
     /// The settings of the run being resumed (its config.toml), refused when a flag given would
@@ -234,7 +232,7 @@ impl TrainArgs {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("--resume: no run in {} (give the run's --out-dir)", out_dir.display()))?;
         let run: TrainConfig = parse_toml(&text, &path)?;
-        let asked = self.overlay(run.clone(), &[])?;
+        let asked = self.overlay(run.clone())?;
         // The seed is not in config.toml but in the key file: the trainer checks a given one.
         let table = |c: &TrainConfig| -> Result<toml::Table> {
             let c = TrainConfig { device: run.device, seed: None, out_dir: out_dir.clone(), ..c.clone() };
@@ -263,8 +261,9 @@ impl TrainArgs {
         Ok(TrainConfig { device: asked.device, seed: asked.seed, out_dir, ..run })
     }
 
-    /// `config` with the flags given laid over it, and a mechanism's own options checked.
-    fn overlay(&self, mut config: TrainConfig, file_keys: &[String]) -> Result<TrainConfig> {
+    /// `config` with the flags given laid over it; a mechanism's own option goes with the
+    /// file's keys, which the mechanism named checks (it refuses the options of another).
+    fn overlay(&self, mut config: TrainConfig) -> Result<TrainConfig> {
         let args = self;
         overlay!(
             config,
@@ -281,9 +280,6 @@ impl TrainArgs {
             sampling,
             delta,
             clip_norm,
-            sensitivity_every,
-            ls_sigma,
-            ls_scope,
             learning_rate,
             momentum,
             weight_decay,
@@ -312,28 +308,17 @@ impl TrainArgs {
         if self.target_epsilon.is_some() {
             (config.noise_multiplier, config.target_epsilon) = (None, self.target_epsilon);
         }
-        let options = mechanism::for_config(&config)?.options();
-        let given = [
-            (
-                "ls_sigma",
-                self.ls_sigma.is_some(),
-                "--ls-sigma and --ls-scope (ls_sigma, ls_scope) apply to --mechanism ls-sgd or ls-adam only",
-            ),
-            (
-                "ls_scope",
-                self.ls_scope.is_some(),
-                "--ls-sigma and --ls-scope (ls_sigma, ls_scope) apply to --mechanism ls-sgd or ls-adam only",
-            ),
-            (
-                "sensitivity_every",
-                self.sensitivity_every.is_some(),
-                "--sensitivity-every (sensitivity_every) applies to --mechanism optimized-paper only",
-            ),
+        let options = [
+            ("sensitivity_every", self.sensitivity_every.map(toml::Value::try_from)),
+            ("ls_sigma", self.ls_sigma.map(toml::Value::try_from)),
+            ("ls_scope", self.ls_scope.map(toml::Value::try_from)),
         ];
-        let set = |key: &str, flag: bool| flag || file_keys.iter().any(|k| k == key);
-        if let Some((_, _, message)) = given.iter().find(|(key, flag, _)| set(key, *flag) && !options.contains(key)) {
-            bail!("{message}");
+        for (key, value) in options {
+            if let Some(value) = value {
+                config.mechanism_options.insert(key.into(), value?);
+            }
         }
+        config.privacy()?;
         Ok(config)
     }
 }

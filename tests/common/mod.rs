@@ -58,7 +58,7 @@ pub fn base_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
 /// The JSON header of the run's checkpoint.bin (magic, header length, header, records, MAC).
 pub fn checkpoint(out: &Path) -> Value {
     let bytes = std::fs::read(out.join("checkpoint.bin")).unwrap();
-    assert_eq!(&bytes[..8], b"DPTCKPT3");
+    assert_eq!(&bytes[..8], b"DPTCKPT4");
     let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
     serde_json::from_slice(&bytes[16..16 + len]).unwrap()
 }
@@ -90,7 +90,7 @@ pub fn forge(out: &Path, key: &[u8], edit: &dyn Fn(&mut Value), cut: usize) {
     let mut header: Value = serde_json::from_slice(&bytes[16..16 + len]).unwrap();
     edit(&mut header);
     let header = serde_json::to_vec(&header).unwrap();
-    let mut body = b"DPTCKPT3".to_vec();
+    let mut body = b"DPTCKPT4".to_vec();
     body.extend((header.len() as u64).to_le_bytes());
     body.extend(&header);
     body.extend(&bytes[16 + len..bytes.len() - 32 - cut]);

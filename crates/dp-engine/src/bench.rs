@@ -10,11 +10,12 @@ use crate::classifier::CrossEntropyLots;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::mechanism;
+use crate::mechanism::MechanismName;
 use crate::noise::NOISE_STREAM;
-use crate::optimizer::optimizer;
+use crate::optimizer::{OptimizerName, optimizer};
+use crate::privacy_config::PrivacyConfig;
 use crate::step::batching::Batching;
 use crate::step::{self, LotStep, StepState};
-use crate::train_config::{MechanismName, OptimizerName, TrainConfig};
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
@@ -150,18 +151,15 @@ fn contender(
     table: &ParamTable,
     batching: Batching,
 ) -> Result<Contender> {
-    let run = TrainConfig {
-        mechanism: name,
+    let run = PrivacyConfig {
         lot_size: config.lot_size,
-        batch_size: config.batch_size,
-        ..TrainConfig::default()
+        ..PrivacyConfig::with_shared(mechanism::named(name, &toml::Table::new())?)
     };
-    let mechanism = mechanism::for_config(&run)?;
-    let z = mechanism.is_private().then_some(1.0);
+    let z = run.mechanism.is_private().then_some(1.0);
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, config.lot_size, Some(0))?;
     let state = StepState::fresh(sampler, ChaChaState::new(Some(0), NOISE_STREAM));
     Ok(Contender {
-        step: step::for_run(mechanism.into(), &run, z, table, batching, state, None)?,
+        step: step::for_run(&run, z, table, batching, state, None)?,
         model: Some(model.clone()),
         optimizer: optimizer(OptimizerName::Sgd, 0.0, 0.0),
     })

@@ -7,23 +7,24 @@
 
 use crate::backend::SelectedDevice;
 use crate::canaries::WhiteBoxCanaries;
+use crate::dp_checkpoint::{DpCheckpoint, StreamKeys};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
-use crate::mechanism::Mechanism;
 use crate::plan::Plan;
 use crate::privacy::PrivacySpent;
+use crate::privacy_config::PrivacyConfig;
 use crate::step::batching::Batching;
 use crate::step::lot::{LotMetrics, LotSource};
 use crate::step::{self, LotStep, StepState};
-use crate::train_config::TrainConfig;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use dp_accounting::PrivacyLedger;
-use std::sync::Arc;
 
 /// Where a run's step starts from: a fresh run's empty ledger and new sampler, or a checkpoint's.
 pub(crate) struct StartFrom {
+    /// The keys of the sampler's and the noise's streams.
+    pub keys: StreamKeys,
     /// Sampler, noise stream, ledger and allocation state.
     pub state: StepState,
     /// Steps already taken.
@@ -34,39 +35,39 @@ pub(crate) struct StartFrom {
 
 /// A burn-optim optimiser whose every step is a recorded DP step on lots of a [`LotSource`].
 pub struct DpOptimizer<M> {
-    config: TrainConfig,
-    mechanism: Arc<dyn Mechanism>,
+    config: PrivacyConfig,
     plan: Plan,
     notes: Vec<String>,
     step: Box<dyn LotStep<M>>,
     optimizer: ModuleOptimizer,
     steps_taken: u64,
+    keys: StreamKeys,
     device: Device,
 }
 
 impl<M: Module> DpOptimizer<M> {
-    /// The optimiser of a run of `config` as `plan` says, for a model of `table`, continuing
-    /// from `start`.
+    /// The optimiser of a run of `config` as `plan` says, for a model of `table`, in physical
+    /// batches of `batch_size`, continuing from `start`.
     pub(crate) fn assemble(
-        config: TrainConfig,
-        mechanism: Arc<dyn Mechanism>,
+        config: PrivacyConfig,
         plan: Plan,
         table: &ParamTable,
         optimizer: ModuleOptimizer,
         start: StartFrom,
+        batch_size: usize,
         device: &SelectedDevice,
     ) -> Result<Self> {
-        let batching = Batching::for_backend(config.batch_size, device.backend);
-        let step = step::for_run(mechanism.clone(), &config, plan.z, table, batching, start.state, start.canaries)?;
-        let notes = crate::plan::notes(&config, mechanism.as_ref());
+        let batching = Batching::for_backend(batch_size, device.backend);
+        let step = step::for_run(&config, plan.z, table, batching, start.state, start.canaries)?;
+        let notes = crate::plan::notes(&config);
         Ok(Self {
             config,
-            mechanism,
             plan,
             notes,
             step,
             optimizer,
             steps_taken: start.steps_taken,
+            keys: start.keys,
             device: device.device.clone(),
         })
     }
@@ -128,12 +129,12 @@ impl<M: Module> DpOptimizer<M> {
 
     /// What the steps taken so far spent, from the ledger, with its label.
     pub fn privacy(&self) -> Result<PrivacySpent> {
-        self.mechanism.privacy(&self.config, self.step.ledger(), self.plan.planned_steps)
+        self.config.mechanism.privacy(&self.config, self.step.ledger(), self.plan.planned_steps)
     }
 
     /// The mechanism's second readout (optimized-paper: the epsilon of its smallest sigma).
     pub fn second_readout(&self) -> Result<Option<PrivacySpent>> {
-        self.mechanism.second_readout(&self.config, self.step.ledger())
+        self.config.mechanism.second_readout(&self.config, self.step.ledger())
     }
 
     /// The run's caveats (shuffled lots, a seeded run, the mechanism's own): print them.
@@ -149,6 +150,19 @@ impl<M: Module> DpOptimizer<M> {
     /// The sampler, noise-stream and allocation state a checkpoint keeps.
     pub fn state(&self) -> StepState {
         self.step.state()
+    }
+
+    /// The checkpoint of this run at `model` (the model its last step returned): resumed with
+    /// [`crate::privacy_engine::PrivacyEngine::resume`] and the run's [`Self::keys`], it
+    /// continues exactly where this run is.
+    pub fn checkpoint(&self, model: &M) -> Result<DpCheckpoint> {
+        DpCheckpoint::capture(model, &self.optimizer, self.step.state(), self.steps_taken, self.plan.planned_steps)
+    }
+
+    /// The keys of the lot sampler's and the noise's streams: secret unless the run is seeded
+    /// (anyone holding them can regenerate the noise); a checkpoint is resumed with them.
+    pub fn keys(&self) -> &StreamKeys {
+        &self.keys
     }
 
     /// The wrapped burn-optim optimiser (its record goes into a checkpoint).

@@ -58,6 +58,9 @@ pub enum EngineError {
         /// What went wrong.
         reason: String,
     },
+    /// A checkpoint does not fit the run it would continue (the check that failed).
+    #[error("cannot resume: {0}")]
+    Resume(String),
     /// A checkpoint could not be written or read.
     #[error("checkpoint {path}: {reason}")]
     Checkpoint {

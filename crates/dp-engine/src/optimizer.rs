@@ -2,10 +2,22 @@
 //! Adam, AdamW; epsilon 1e-8 as in PyTorch): the privatised gradient reaches them as Burn's
 //! `GradientsParams`, and their state is saved with Burn's records in the checkpoint.
 
-use crate::train_config::OptimizerName;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamConfig, AdamWConfig, ModuleOptimizer, SgdConfig};
+use serde::{Deserialize, Serialize};
+
+/// Update rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptimizerName {
+    /// SGD with (heavy-ball) momentum.
+    Sgd,
+    /// Adam (Kingma & Ba), weight decay added to the gradient.
+    Adam,
+    /// AdamW (Loshchilov & Hutter): decoupled weight decay.
+    Adamw,
+}
 
 /// PyTorch's Adam and AdamW epsilon (burn-optim's default is 1e-5).
 const ADAM_EPSILON: f32 = 1e-8;

@@ -6,9 +6,8 @@
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
-use crate::mechanism::Mechanism;
 use crate::privacy::PrivacySpent;
-use crate::train_config::TrainConfig;
+use crate::privacy_config::PrivacyConfig;
 use dp_accounting::{LotSampling, PrivacyLedger};
 use dp_data::{ChaChaState, LotSampler, Sampling};
 
@@ -33,7 +32,8 @@ pub struct Plan {
 
 /// Steps, noise multiplier and planned privacy of a run on `n` examples; refused when the
 /// planned run would spend more than its target epsilon.
-pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result<Plan> {
+pub fn plan(config: &PrivacyConfig, n: usize) -> Result<Plan> {
+    let mechanism = config.mechanism.as_ref();
     if config.lot_size > n {
         return Err(EngineError::invalid("lot size", format!("{} exceeds the {n} training examples", config.lot_size)));
     }
@@ -46,7 +46,7 @@ pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result
         ledger.record_entry(entry);
     }
     let privacy = mechanism.privacy(config, &ledger, planned_steps)?;
-    if let (Some(target), Some(eps)) = (config.target_epsilon, privacy.epsilon)
+    if let (Some(target), Some(eps)) = (config.target_epsilon(), privacy.epsilon)
         && eps > target * (1.0 + 1e-9)
     {
         return Err(EngineError::Privacy(format!(
@@ -54,13 +54,13 @@ pub fn plan(config: &TrainConfig, mechanism: &dyn Mechanism, n: usize) -> Result
         )));
     }
     let second = mechanism.second_readout(config, &ledger)?;
-    Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(mechanism), privacy, second })
+    Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(), privacy, second })
 }
 
 /// The caveats of a run: its mechanism's, then those of its sampling and seed.
-pub fn notes(config: &TrainConfig, mechanism: &dyn Mechanism) -> Vec<String> {
-    let mut notes = mechanism.notes();
-    if mechanism.is_private() {
+pub fn notes(config: &PrivacyConfig) -> Vec<String> {
+    let mut notes = config.mechanism.notes();
+    if config.mechanism.is_private() {
         if config.sampling == LotSampling::Shuffled {
             notes.push(
                 "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
@@ -74,7 +74,7 @@ pub fn notes(config: &TrainConfig, mechanism: &dyn Mechanism) -> Vec<String> {
 }
 
 /// How the lots of a run are drawn.
-pub fn sampling(config: &TrainConfig, plan: &Plan) -> Sampling {
+pub fn sampling(config: &PrivacyConfig, plan: &Plan) -> Sampling {
     match config.sampling {
         LotSampling::Poisson => Sampling::Poisson { rate: plan.sample_rate },
         LotSampling::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
@@ -82,6 +82,6 @@ pub fn sampling(config: &TrainConfig, plan: &Plan) -> Sampling {
 }
 
 /// The lot sampler a fresh run starts with, drawing from `rng`.
-pub fn fresh_sampler(config: &TrainConfig, plan: &Plan, rng: ChaChaState) -> Result<LotSampler> {
+pub fn fresh_sampler(config: &PrivacyConfig, plan: &Plan, rng: ChaChaState) -> Result<LotSampler> {
     LotSampler::with_stream(sampling(config, plan), plan.n, rng).map_err(EngineError::from)
 }

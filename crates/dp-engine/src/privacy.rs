@@ -3,10 +3,20 @@
 //! Poisson-sampled), and the noise multiplier a run uses (given, or calibrated to a budget).
 
 use crate::error::{EngineError, Result};
-use crate::train_config::{AccountantName, TrainConfig};
+use crate::privacy_config::{NoiseLevel, PrivacyConfig};
 use dp_accounting::{Accountant, Guarantee, PrivacyLedger, PrvAccountant, RdpAccountant, calibrate_noise_multiplier};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
+
+/// Sound accountant used for the run's epsilon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccountantName {
+    /// Rényi DP (what Opacus and TF Privacy report).
+    Rdp,
+    /// Privacy random variables: a tight upper bound.
+    Prv,
+}
 
 /// An epsilon with everything needed to read it.
 #[derive(Debug, Clone, Serialize)]
@@ -40,7 +50,7 @@ pub fn accountant(name: AccountantName) -> Box<dyn Accountant> {
 }
 
 /// What the run's accountant gives for `ledger` at the run's delta, with the ledger's label.
-pub fn certified(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
+pub fn certified(config: &PrivacyConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
     let report = accountant(config.accountant).epsilon(ledger, config.delta)?;
     Ok(PrivacySpent {
         epsilon: Some(report.epsilon),
@@ -52,15 +62,15 @@ pub fn certified(config: &TrainConfig, ledger: &PrivacyLedger) -> Result<Privacy
 
 /// The noise multiplier of a run: the one given, or the smallest that keeps `steps` steps at
 /// sampling rate `sample_rate` within the target epsilon.
-pub fn given_or_calibrated(config: &TrainConfig, sample_rate: f64, steps: u64) -> Result<f64> {
-    match (config.noise_multiplier, config.target_epsilon) {
-        (Some(z), _) => Ok(z),
-        (None, Some(target)) => {
+pub fn given_or_calibrated(config: &PrivacyConfig, sample_rate: f64, steps: u64) -> Result<f64> {
+    match config.noise {
+        Some(NoiseLevel::Multiplier(z)) => Ok(z),
+        Some(NoiseLevel::TargetEpsilon(target)) => {
             let acc = accountant(config.accountant);
             calibrate_noise_multiplier(acc.as_ref(), target, config.delta, sample_rate, steps)
                 .map(|c| c.noise_multiplier)
                 .map_err(EngineError::from)
         }
-        (None, None) => Err(EngineError::invalid("privacy", "no noise multiplier or target epsilon")),
+        None => Err(EngineError::invalid("privacy", "no noise multiplier or target epsilon")),
     }
 }

@@ -1,6 +1,6 @@
 //! The library entry point, as Opacus's `PrivacyEngine.make_private`: a Burn user's model (an
 //! ordinary module built from `crate::nn`'s DP layers), their burn-optim optimiser, their data
-//! and loss (a [`LotSource`]) and a privacy target become a [`DpOptimizer`] whose steps are
+//! and loss (a [`LotSource`]) and a [`PrivacyConfig`] become a [`DpOptimizer`] whose steps are
 //! calibrated, Poisson-sampled and ledger-recorded, and which reports the epsilon spent with its
 //! guarantee label. Before anything is calibrated for, a dry run on two examples turns the usual
 //! mistakes (a loss that is not one per example, a layer without per-example gradients, weight
@@ -8,16 +8,13 @@
 //!
 //! ```no_run
 //! # use dp_engine::privacy_engine::PrivacyEngine;
+//! # use dp_engine::privacy_config::PrivacyConfig;
+//! # use dp_engine::mechanism::gaussian::Gaussian;
 //! # fn demo<M: burn::module::Module>(model: M, source: &dyn dp_engine::step::lot::LotSource<M>) -> dp_engine::Result<()> {
 //! let device = burn::tensor::Device::flex(); // any Burn device: flex, wgpu, ndarray
 //! let optimizer = burn::optim::SgdConfig::new().init();
-//! let mut dp = PrivacyEngine::new()
-//!     .target_epsilon(3.0)
-//!     .delta(1e-5)
-//!     .clip_norm(1.0)
-//!     .lot_size(256)
-//!     .epochs(3.0)
-//!     .make_private(&model, optimizer, source, &device)?;
+//! let privacy = PrivacyConfig::new(Gaussian).with_target_epsilon(3.0).with_lot_size(256).with_epochs(3.0);
+//! let mut dp = PrivacyEngine::new(privacy).make_private(&model, optimizer, source, &device)?;
 //! let mut model = model;
 //! while !dp.is_done() {
 //!     model = dp.step(model, source, 0.5)?.0;
@@ -27,134 +24,40 @@
 //! ```
 
 use crate::backend::SelectedDevice;
-use crate::clipping::Clipping;
+use crate::dp_checkpoint::{self, DpCheckpoint, StreamKeys};
 use crate::dp_optimizer::{DpOptimizer, StartFrom};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::grad_sample::tape::recording;
-use crate::mechanism;
-use crate::noise::NOISE_STREAM;
-use crate::plan::{fresh_sampler, plan};
-use crate::smoothing::SmoothingScope;
+use crate::plan::{Plan, fresh_sampler, plan};
+use crate::privacy_config::PrivacyConfig;
 use crate::step::StepState;
 use crate::step::batching::Batching;
 use crate::step::lot::{LotSource, lot_sum};
-use crate::train_config::{AccountantName, MechanismName, TrainConfig};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use dp_accounting::LotSampling;
-use dp_data::ChaChaState;
-use dp_data::sampler::SAMPLER_STREAM;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Arc;
 
-/// The privacy settings of a run, set one by one, then applied to a model by
-/// [`PrivacyEngine::make_private`]. Defaults: DP-SGD (`gaussian`), Poisson lots of 256, one
-/// epoch, delta 1e-5, clip norm 1, the RDP accountant, noise keyed from the OS; the noise
-/// multiplier or a target epsilon must be given.
+/// A run's privacy configuration and how its lots are computed (physical batches bound memory
+/// and change no result), applied to a model by [`PrivacyEngine::make_private`].
 #[derive(Debug, Clone)]
 pub struct PrivacyEngine {
-    config: TrainConfig,
-    /// The mechanism-specific options set, by configuration key: refused by `make_private` when
-    /// the mechanism does not read them (an option that silently does nothing misleads).
-    options_set: Vec<&'static str>,
-}
-
-impl Default for PrivacyEngine {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// A builder method setting one field of the run's configuration; `option` marks a field only
-/// some mechanisms read.
-macro_rules! setting {
-    ($(#[$doc:meta])* $name:ident: $ty:ty => $field:ident $(= $wrap:path)?) => {
-        $(#[$doc])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.config.$field = $($wrap)?(value);
-            self
-        }
-    };
-    ($(#[$doc:meta])* option $name:ident: $ty:ty => $field:ident) => {
-        $(#[$doc])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.config.$field = value;
-            self.options_set.push(stringify!($field));
-            self
-        }
-    };
+    privacy: PrivacyConfig,
+    batch_size: usize,
 }
 
 impl PrivacyEngine {
-    /// The default settings (see [`PrivacyEngine`]).
-    pub fn new() -> Self {
-        Self { config: TrainConfig::default(), options_set: Vec::new() }
+    /// The engine of `privacy`, in physical batches of 256 examples.
+    pub fn new(privacy: PrivacyConfig) -> Self {
+        Self { privacy, batch_size: 256 }
     }
 
-    setting!(
-        /// The mechanism: gaussian (DP-SGD/DP-Adam with the optimiser given), ls-sgd, optimized,
-        /// optimized-paper, or none (the unperturbed baseline).
-        mechanism: MechanismName => mechanism
-    );
-    setting!(
-        /// Calibrates the noise multiplier so that the whole run spends this epsilon.
-        target_epsilon: f64 => target_epsilon = Some
-    );
-    setting!(
-        /// Uses this noise multiplier z (noise std z times the clip norm) instead of a target.
-        noise_multiplier: f64 => noise_multiplier = Some
-    );
-    setting!(
-        /// Delta of the (epsilon, delta) guarantee; keep it below 1/N.
-        delta: f64 => delta
-    );
-    setting!(
-        /// Clipping bound C of each example's gradient.
-        clip_norm: f64 => clip_norm
-    );
-    setting!(
-        /// Flat (the whole gradient) or per-layer clipping (default: the mechanism's).
-        clipping: Clipping => clipping = Some
-    );
-    setting!(
-        /// Expected examples per lot L (the sampling rate is q = L / N).
-        lot_size: usize => lot_size
-    );
-    setting!(
-        /// Examples per physical batch: bounds memory, does not change the result.
-        batch_size: usize => batch_size
-    );
-    setting!(
-        /// Passes over the data: the run plans round(epochs N / L) steps.
-        epochs: f64 => epochs
-    );
-    setting!(
-        /// Poisson lots (what the accountants certify) or shuffled lots (label none).
-        sampling: LotSampling => sampling
-    );
-    setting!(
-        /// The accountant of the reported epsilon.
-        accountant: AccountantName => accountant
-    );
-    setting!(
-        /// ls-sgd: the Laplacian smoothing parameter s.
-        option ls_sigma: f64 => ls_sigma
-    );
-    setting!(
-        /// ls-sgd: smooth each parameter tensor, or the whole model as one vector.
-        option ls_scope: SmoothingScope => ls_scope
-    );
-    setting!(
-        /// optimized-paper: recompute the full-data gradient every this many lots.
-        option sensitivity_every: u64 => sensitivity_every
-    );
-    setting!(
-        /// A reproducible run: lots and noise derive from the seed, so the guarantee holds only
-        /// while the seed stays secret.
-        seed: u64 => seed = Some
-    );
+    /// Examples per physical batch: bounds memory, does not change the result.
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size;
+        self
+    }
 
     /// Wraps `optimizer` so that every step of `model` on lots of `source` is a DP step: checks
     /// the settings, plans the run on `source`'s N examples (calibrating the noise multiplier
@@ -167,25 +70,53 @@ impl PrivacyEngine {
         source: &dyn LotSource<M>,
         device: &Device,
     ) -> Result<DpOptimizer<M>> {
-        let device = SelectedDevice::of(device);
-        let config = self.config;
-        let mechanism: Arc<dyn mechanism::Mechanism> = mechanism::for_config(&config)?.into();
-        if let Some(key) = self.options_set.iter().find(|key| !mechanism.options().contains(key)) {
-            let reason =
-                format!("an option of another mechanism: the {:?} mechanism does not read it", mechanism.name());
-            return Err(EngineError::invalid(key, reason));
+        let (config, plan, device) = self.planned(source, device)?;
+        let table = ParamTable::of(model)?;
+        dry_run(model, source, Batching::for_backend(self.batch_size, device.backend), &table, &device.device)?;
+        let keys = StreamKeys::for_run(config.seed);
+        let sampler = fresh_sampler(&config, &plan, keys.sampler_stream())?;
+        let state = StepState::fresh(sampler, keys.noise_stream());
+        let start = StartFrom { keys, state, steps_taken: 0, canaries: None };
+        DpOptimizer::assemble(config, plan, &table, optimizer, start, self.batch_size, &device)
+    }
+
+    /// Continues the run that wrote `checkpoint` (with [`DpOptimizer::checkpoint`]), whose
+    /// streams have `keys` ([`DpOptimizer::keys`]), on the same configuration and `source`:
+    /// `model` and `optimizer` are fresh ones of the run's kind, into which the checkpoint's
+    /// records are loaded. Everything the privacy claim depends on is checked first (the step
+    /// counts, every ledger entry against the plan, the sampler replayed from its key, the noise
+    /// stream's position, the allocation's state); a seeded run takes only its seed's keys. The
+    /// model comes back with the optimiser.
+    pub fn resume<M: Module>(
+        self,
+        (model, optimizer): (M, ModuleOptimizer),
+        source: &dyn LotSource<M>,
+        device: &Device,
+        checkpoint: DpCheckpoint,
+        keys: &StreamKeys,
+    ) -> Result<(M, DpOptimizer<M>)> {
+        let (config, plan, device) = self.planned(source, device)?;
+        if config.seed.is_some_and(|seed| *keys != StreamKeys::for_run(Some(seed))) {
+            return Err(EngineError::Resume("the keys given are not those of the run's seed".into()));
         }
-        config.validate(mechanism.as_ref())?;
+        let restored = dp_checkpoint::restore(checkpoint, (model, optimizer), &config, &plan, keys, &device.device)?;
+        let table = ParamTable::of(&restored.model)?;
+        let start = StartFrom { keys: keys.clone(), state: restored.state, steps_taken: restored.step, canaries: None };
+        let dp = DpOptimizer::assemble(config, plan, &table, restored.optimizer, start, self.batch_size, &device)?;
+        Ok((restored.model, dp))
+    }
+
+    /// The checked configuration and its plan on `source`'s examples, and the device.
+    fn planned<M>(&self, source: &dyn LotSource<M>, device: &Device) -> Result<(PrivacyConfig, Plan, SelectedDevice)> {
+        self.privacy.validate()?;
+        if self.batch_size == 0 {
+            return Err(EngineError::invalid("batch size", "must be at least 1"));
+        }
         if source.is_empty() {
             return Err(EngineError::Data("the lot source holds no example".into()));
         }
-        let plan = plan(&config, mechanism.as_ref(), source.len())?;
-        let table = ParamTable::of(model)?;
-        dry_run(model, source, Batching::for_backend(config.batch_size, device.backend), &table, &device.device)?;
-        let sampler = fresh_sampler(&config, &plan, ChaChaState::new(config.seed, SAMPLER_STREAM))?;
-        let state = StepState::fresh(sampler, ChaChaState::new(config.seed, NOISE_STREAM));
-        let start = StartFrom { state, steps_taken: 0, canaries: None };
-        DpOptimizer::assemble(config, mechanism, plan, &table, optimizer, start, &device)
+        let plan = plan(&self.privacy, source.len())?;
+        Ok((self.privacy.clone(), plan, SelectedDevice::of(device)))
     }
 }
 

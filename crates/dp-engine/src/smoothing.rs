@@ -10,10 +10,11 @@ use dp_kernels::{LaplacianSmoothing, smooth};
 use serde::{Deserialize, Serialize};
 
 /// Which vectors are smoothed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SmoothingScope {
     /// Each parameter tensor on its own (the DP-LSSGD authors' code).
+    #[default]
     Tensor,
     /// All parameters as one vector, in the model's order.
     Model,

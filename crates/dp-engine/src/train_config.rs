@@ -1,64 +1,27 @@
-//! Everything that defines a training run. Every field is a `dptrain train` flag and a key of its
-//! TOML config; the resolved config is written to the run folder.
+//! Everything that defines a `dptrain train` run: its privacy settings (from which
+//! [`TrainConfig::privacy`] builds the library's [`PrivacyConfig`], the mechanism with its own
+//! options through the registry) and the app's run settings (data, model, optimiser, device,
+//! run folder, checkpoint cadence). Every field is a flag and a key of the TOML config; a
+//! mechanism's own options are keys of the same file, read by that mechanism alone. The
+//! resolved config is written to the run folder.
 
 use crate::activation::Activation;
 use crate::backend::DeviceChoice;
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
-use crate::mechanism::Mechanism;
-use crate::smoothing::SmoothingScope;
+use crate::mechanism::{self, MechanismName};
+use crate::optimizer::OptimizerName;
+use crate::privacy::AccountantName;
+use crate::privacy_config::{NoiseLevel, PrivacyConfig, positive};
 use crate::zoo::{ModelName, Normalization};
 use dp_accounting::LotSampling;
 use dp_data::DatasetName;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// How the lot's gradient is privatised: the names of `crate::mechanism`'s implementations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MechanismName {
-    /// No clipping, no noise: the unperturbed baseline (no privacy).
-    None,
-    /// DP-SGD / DP-Adam: per-example clipping and Gaussian noise.
-    Gaussian,
-    /// DP-LSSGD (Wang et al.): DP-SGD whose noisy gradient is Laplacian-smoothed (post-processing).
-    LsSgd,
-    /// DP-LSAdam: the smoothed gradient fed to Adam.
-    LsAdam,
-    /// The optimized additive noise mechanism, sound (docs/ARCHITECTURE.md, "The optimized additive
-    /// noise mechanism"): per-layer clipping and a
-    /// sigma per layer from Xiang et al.'s solver at the calibrated noise multiplier.
-    Optimized,
-    /// Xiang et al.'s Algorithm 1 as written: Eq. 12 budget, corrected tau, per-coordinate sigma from
-    /// the solver with w the full-data gradient (label paper-bound; its sigma's own epsilon: none).
-    OptimizedPaper,
-}
-
-/// Update rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OptimizerName {
-    /// SGD with (heavy-ball) momentum.
-    Sgd,
-    /// Adam (Kingma & Ba), weight decay added to the gradient.
-    Adam,
-    /// AdamW (Loshchilov & Hutter): decoupled weight decay.
-    Adamw,
-}
-
-/// Sound accountant used for the run's epsilon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AccountantName {
-    /// Rényi DP (what Opacus and TF Privacy report).
-    Rdp,
-    /// Privacy random variables: a tight upper bound.
-    Prv,
-}
-
 /// A training run's configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(default)]
 pub struct TrainConfig {
     /// Dataset.
     pub dataset: DatasetName,
@@ -94,12 +57,6 @@ pub struct TrainConfig {
     pub clip_norm: f64,
     /// Flat or per-layer clipping (default: per-layer for optimized, else flat).
     pub clipping: Option<Clipping>,
-    /// optimized-paper: recompute the full-data gradient w every this many lots.
-    pub sensitivity_every: u64,
-    /// Laplacian smoothing parameter s of ls-sgd / ls-adam (s = 0 is plain DP-SGD).
-    pub ls_sigma: f64,
-    /// What ls-sgd / ls-adam smooth: each parameter tensor, or the whole model as one vector.
-    pub ls_scope: SmoothingScope,
     /// Update rule (default: adam for ls-adam, else sgd).
     pub optimizer: Option<OptimizerName>,
     /// Learning rate.
@@ -116,6 +73,10 @@ pub struct TrainConfig {
     pub checkpoint_every: u64,
     /// Run folder.
     pub out_dir: PathBuf,
+    /// The mechanism's own options (ls-sgd's `ls_sigma`, optimized-paper's `sensitivity_every`),
+    /// and any other key of the file: the mechanism refuses a key it does not read.
+    #[serde(flatten)]
+    pub mechanism_options: toml::Table,
 }
 
 impl Default for TrainConfig {
@@ -138,9 +99,6 @@ impl Default for TrainConfig {
             delta: 1e-5,
             clip_norm: 1.0,
             clipping: None,
-            sensitivity_every: 1,
-            ls_sigma: 1.0,
-            ls_scope: SmoothingScope::Tensor,
             optimizer: None,
             learning_rate: 0.5,
             momentum: 0.0,
@@ -149,23 +107,43 @@ impl Default for TrainConfig {
             seed: None,
             checkpoint_every: 200,
             out_dir: PathBuf::from("runs/latest"),
+            mechanism_options: toml::Table::new(),
         }
     }
 }
 
-fn positive(name: &'static str, v: f64) -> Result<()> {
-    if v.is_finite() && v > 0.0 { Ok(()) } else { Err(EngineError::invalid(name, format!("{v} must be positive"))) }
-}
-
 impl TrainConfig {
-    /// Checks the values that do not depend on the data, and what `mechanism` (the one this
-    /// configuration names) needs.
-    pub fn validate(&self, mechanism: &dyn Mechanism) -> Result<()> {
-        positive("epochs", self.epochs)?;
+    /// The run's privacy configuration: the mechanism named, built from its own options, and
+    /// the privacy settings.
+    pub fn privacy(&self) -> Result<PrivacyConfig> {
+        let noise = match (self.noise_multiplier, self.target_epsilon) {
+            (Some(_), Some(_)) => {
+                return Err(EngineError::invalid(
+                    "privacy",
+                    "give either --noise-multiplier or --target-epsilon, not both",
+                ));
+            }
+            (Some(z), None) => Some(NoiseLevel::Multiplier(z)),
+            (None, Some(e)) => Some(NoiseLevel::TargetEpsilon(e)),
+            (None, None) => None,
+        };
+        Ok(PrivacyConfig {
+            noise,
+            delta: self.delta,
+            clip_norm: self.clip_norm,
+            clipping: self.clipping,
+            lot_size: self.lot_size,
+            epochs: self.epochs,
+            sampling: self.sampling,
+            accountant: self.accountant,
+            seed: self.seed,
+            ..PrivacyConfig::with_shared(mechanism::named(self.mechanism, &self.mechanism_options)?)
+        })
+    }
+
+    /// Checks the run settings, and `privacy` (this configuration's) with the update rule.
+    pub fn validate(&self, privacy: &PrivacyConfig) -> Result<()> {
         positive("learning rate", self.learning_rate)?;
-        if self.lot_size == 0 {
-            return Err(EngineError::invalid("lot size", "must be at least 1"));
-        }
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
         }
@@ -181,51 +159,18 @@ impl TrainConfig {
                 format!("{} is not a non-negative number", self.weight_decay),
             ));
         }
-        mechanism.validate(self, self.clipping(mechanism))?;
-        if mechanism.is_private() {
-            positive("clip norm", self.clip_norm)?;
-            if !(self.delta > 0.0 && self.delta < 1.0) {
-                return Err(EngineError::invalid("delta", format!("{} is not in (0, 1)", self.delta)));
-            }
-            match (self.noise_multiplier, self.target_epsilon) {
-                (Some(_), Some(_)) => {
-                    return Err(EngineError::invalid(
-                        "privacy",
-                        "give either --noise-multiplier or --target-epsilon, not both",
-                    ));
-                }
-                (None, None) => {
-                    return Err(EngineError::invalid(
-                        "privacy",
-                        "this mechanism needs --noise-multiplier or --target-epsilon (or --mechanism none)",
-                    ));
-                }
-                (Some(z), None) => positive("noise multiplier", z)?,
-                (None, Some(e)) => positive("target epsilon", e)?,
-            }
+        if privacy.mechanism.is_private() && privacy.noise.is_none() {
+            return Err(EngineError::invalid(
+                "privacy",
+                "this mechanism needs --noise-multiplier or --target-epsilon (or --mechanism none)",
+            ));
         }
-        Ok(())
-    }
-
-    /// The clipping used: the one given, or the mechanism's default.
-    pub fn clipping(&self, mechanism: &dyn Mechanism) -> Clipping {
-        self.clipping.unwrap_or(mechanism.default_clipping())
+        privacy.validate()?;
+        privacy.mechanism.accepts_optimizer(self.optimizer(privacy))
     }
 
     /// The update rule used: the one given, or the mechanism's default.
-    pub fn optimizer(&self, mechanism: &dyn Mechanism) -> OptimizerName {
-        self.optimizer.unwrap_or(mechanism.default_optimizer())
-    }
-
-    /// Planned steps for a training set of `n` examples.
-    pub fn planned_steps(&self, n: usize) -> Result<u64> {
-        let steps = (self.epochs * n as f64 / self.lot_size as f64).round();
-        if steps < 1.0 {
-            return Err(EngineError::invalid(
-                "epochs",
-                format!("{} epochs of lots of {} is no step", self.epochs, self.lot_size),
-            ));
-        }
-        Ok(steps as u64)
+    pub fn optimizer(&self, privacy: &PrivacyConfig) -> OptimizerName {
+        self.optimizer.unwrap_or(privacy.mechanism.default_optimizer())
     }
 }

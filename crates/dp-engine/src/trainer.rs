@@ -10,33 +10,31 @@ use crate::backend::SelectedDevice;
 use crate::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
 use crate::checkpoint::{Checkpoint, Header, checkpoint_path, values_digest};
 use crate::classifier::{CrossEntropyLots, evaluate};
+use crate::dp_checkpoint::{self, DpCheckpoint};
 use crate::dp_optimizer::{DpOptimizer, StartFrom};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
-use crate::mechanism::{self, Mechanism};
-use crate::noise::GaussianNoise;
+use crate::mechanism::MechanismName;
 use crate::optimizer::optimizer;
-use crate::plan::{Plan, fresh_sampler, plan, sampling};
+use crate::plan::{Plan, fresh_sampler, plan};
 use crate::privacy::PrivacySpent;
+use crate::privacy_config::PrivacyConfig;
 use crate::privacy_engine::dry_run;
 use crate::run_folder::keys::RunKeys;
 use crate::run_folder::lock::RunLock;
 use crate::run_folder::{self, METRICS_FILE, sha256_hex};
 use crate::step::StepState;
 use crate::step::batching::Batching;
-use crate::step::private::mean_gradient;
-use crate::tensor_io::{to_host, vector};
-use crate::train_config::{MechanismName, TrainConfig};
+use crate::step::lot::mean_gradient;
+use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
-use burn::store::ModuleRecord;
-use burn::tensor::{Bytes, Device};
+use burn::tensor::Device;
 use dp_accounting::Guarantee;
-use dp_data::{ChaChaState, DatasetName, ImageDataset, LotSampler, Split};
+use dp_data::{ChaChaState, DatasetName, ImageDataset, Split};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -260,33 +258,25 @@ fn unix_now() -> u64 {
 /// How far the clock of a machine resuming a run may disagree with the one that started it.
 const CLOCK_SLACK: u64 = 86_400;
 
-/// What a resumed checkpoint is checked against: the run's configuration, plan, mechanism and
-/// keys, and the device its state goes to.
+/// What a resumed checkpoint is checked against: the run's configuration, its privacy
+/// configuration (with the mechanism), plan and keys, and the device its state goes to.
 #[derive(Clone, Copy)]
 struct RunOf<'a> {
     config: &'a TrainConfig,
+    privacy: &'a PrivacyConfig,
     plan: &'a Plan,
-    mechanism: &'a dyn Mechanism,
     keys: &'a RunKeys,
     device: &'a Device,
 }
 
-/// Restores a run from `ckpt` after checking everything its privacy claim depends on against
-/// the run itself: the step counts; every ledger entry's noise multiplier, rate and sampling;
-/// the sampler, replayed from its key for the steps taken; the noise stream's position; the
-/// noise allocation's state (optimized-paper's current sigma against its last ledger entry); the
-/// training seconds against the clock; and that the records fit the model. A checkpoint failing
-/// any check is refused in one line.
+/// Restores a run from `ckpt`: the run folder's own checks (the step counts of its header, the
+/// training seconds against the clock), then everything the privacy claim depends on, checked
+/// by the library against the run (`dp_checkpoint::restore`). A checkpoint failing any check is
+/// refused in one line.
 fn resume(ckpt: Checkpoint, run: &RunOf<'_>, fresh: (ZooModel, ModuleOptimizer), path: &Path) -> Result<Restored> {
-    let RunOf { config, plan, mechanism, keys, .. } = *run;
+    let RunOf { privacy, plan, keys, device, .. } = *run;
     let refuse = |reason: String| EngineError::Checkpoint { path: path.to_path_buf(), reason };
     let h = ckpt.header;
-    if h.planned_steps != plan.planned_steps || h.step > plan.planned_steps {
-        return Err(refuse(format!(
-            "step {} of {} planned; the run plans {}",
-            h.step, h.planned_steps, plan.planned_steps
-        )));
-    }
     let now = unix_now();
     let elapsed = now.saturating_sub(h.started) + CLOCK_SLACK;
     if !(h.seconds.is_finite() && h.seconds >= 0.0 && h.seconds <= elapsed as f64) || h.started > now + CLOCK_SLACK {
@@ -297,90 +287,10 @@ fn resume(ckpt: Checkpoint, run: &RunOf<'_>, fresh: (ZooModel, ModuleOptimizer),
             now.saturating_sub(h.started)
         )));
     }
-    let recorded = if mechanism.is_private() { h.step } else { 0 };
-    if h.ledger.total_steps() != recorded {
-        return Err(refuse(format!("its ledger holds {} steps, the run took {}", h.ledger.total_steps(), recorded)));
-    }
-    let want_z = plan.z.map(|z| mechanism.ledger_multiplier(z));
-    for e in h.ledger.entries() {
-        let z_ok = want_z.is_none_or(|z| z.admits(e.noise_multiplier));
-        if !z_ok || e.sample_rate != plan.sample_rate || e.sampling != config.sampling {
-            return Err(refuse(format!(
-                "a ledger entry (z {}, q {}, {:?}) is not this run's (z {:?}, q {}, {:?})",
-                e.noise_multiplier,
-                e.sample_rate,
-                e.sampling,
-                want_z.map(|z| z.z),
-                plan.sample_rate,
-                config.sampling
-            )));
-        }
-    }
-    let sampler = LotSampler::replayed(sampling(config, plan), plan.n, keys.sampler_stream(), h.step)
+    let restored = dp_checkpoint::restore(ckpt.state, fresh, privacy, plan, keys.streams(), device)
         .map_err(|e| refuse(e.to_string()))?;
-    if sampler.position() != h.sampler {
-        return Err(refuse(format!(
-            "its sampler ({:?}) is not where {} steps leave the run's ({:?})",
-            h.sampler,
-            h.step,
-            sampler.position()
-        )));
-    }
-    let (model, optimizer) = fresh;
-    let table = ParamTable::of(&model)?;
-    let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
-    let noise = match (mechanism.is_private(), h.noise) {
-        (true, Some(position)) => {
-            Some(GaussianNoise::resumed(keys.noise_stream(), position, h.step, &sizes)?.state().clone())
-        }
-        (false, None) => None,
-        _ => return Err(refuse("its noise stream does not fit the mechanism".into())),
-    };
-    let allocation =
-        restored_allocation(ckpt.allocation, &h.ledger, run, &table, h.step).map_err(|e| refuse(e.to_string()))?;
-    let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(ckpt.model))
-        .map_err(|e| refuse(format!("model record: {e:?}")))?;
-    // The record brings back the parameters' ids, which the optimiser's record is keyed by.
-    let model =
-        model.try_load_record(record).map_err(|e| refuse(format!("the model record does not fit the model: {e:?}")))?;
-    let optimizer = optimizer
-        .from_bytes(Bytes::from_bytes_vec(ckpt.optimizer))
-        .map_err(|e| refuse(format!("optimizer record: {e:?}")))?;
-    let state = StepState { sampler, noise, ledger: h.ledger, allocation };
-    Ok(Restored { model: model.train(), optimizer, state, step: h.step, seconds: h.seconds, started: h.started })
-}
-
-/// The noise allocation's state of a checkpoint at `step`, refused unless the mechanism keeps
-/// one exactly when a step has been taken, it fits the parameters (`sizes`), and (for a sigma
-/// that varies) the last ledger entry records the multiplier it gives.
-fn restored_allocation(
-    kept: Option<Vec<Vec<f32>>>,
-    ledger: &dp_accounting::PrivacyLedger,
-    run: &RunOf<'_>,
-    table: &ParamTable,
-    step: u64,
-) -> Result<Option<Vec<burn::tensor::Tensor<1>>>> {
-    let RunOf { config, plan, mechanism, device, .. } = *run;
-    let mut allocation = plan.z.map(|z| mechanism.allocation(z, config, table));
-    let expected = allocation.as_ref().is_some_and(|a| a.is_stateful()) && step > 0;
-    let parts = match kept {
-        None if !expected => return Ok(None),
-        Some(parts) if expected && parts.iter().map(Vec::len).eq(table.params().iter().map(|p| p.len())) => parts,
-        _ => {
-            return Err(EngineError::Privacy("its noise allocation state does not fit the mechanism and model".into()));
-        }
-    };
-    let state: Vec<_> = parts.into_iter().map(|p| vector(p, device)).collect();
-    if let Some(a) = allocation.as_mut() {
-        a.restore(state.clone())?;
-        let last = ledger.entries().last().map(|e| e.noise_multiplier);
-        if let Some(z) = a.current_multiplier().filter(|&z| Some(z) != last) {
-            return Err(EngineError::Privacy(format!(
-                "its current sigma gives noise multiplier {z}, its last ledger entry records {last:?}"
-            )));
-        }
-    }
-    Ok(Some(state))
+    let dp_checkpoint::Restored { model, optimizer, state, step } = restored;
+    Ok(Restored { model, optimizer, state, step, seconds: h.seconds, started: h.started })
 }
 
 /// Canaries for a one-run audit of `run` on `model` (of `table`), placed on the noise of a step
@@ -393,7 +303,7 @@ fn place_canaries(
     batching: Batching,
     table: &ParamTable,
 ) -> Result<WhiteBoxCanaries> {
-    let RunOf { config, plan, mechanism, device, .. } = *run;
+    let RunOf { privacy, plan, device, .. } = *run;
     let Some(z) = plan.z else {
         return Err(EngineError::invalid(
             "audit",
@@ -401,12 +311,13 @@ fn place_canaries(
         ));
     };
     let inference = model.valid();
-    let noise = mechanism
-        .allocation(z, config, table)
-        .step_noise(0, table, &mut || mean_gradient(&inference, source, batching, table, None, device))?;
+    let noise = privacy
+        .mechanism
+        .allocation(z, privacy, table)
+        .step_noise(0, table, &mut || mean_gradient(&inference, source, batching, table, device))?;
     let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
-    let bound = plan.clipping.layer_bound(config.clip_norm, table.layers().len());
-    WhiteBoxCanaries::for_run(request.canaries, plan.sample_rate, config.seed, &noise.scales, &sizes, bound)
+    let bound = plan.clipping.layer_bound(privacy.clip_norm, table.layers().len());
+    WhiteBoxCanaries::for_run(request.canaries, plan.sample_rate, privacy.seed, &noise.scales, &sizes, bound)
 }
 
 /// Everything a checkpoint is written from besides the model and the step's state.
@@ -428,28 +339,18 @@ fn save(
     keys: &RunKeys,
     path: &Path,
 ) -> Result<()> {
-    let record_err =
-        |e: burn::store::RecordError| EngineError::Checkpoint { path: path.to_path_buf(), reason: format!("{e:?}") };
-    let model_bytes = model.clone().into_record().into_bytes().map_err(record_err)?.to_vec();
-    let optimizer_bytes = optimizer.into_bytes().map_err(record_err)?.to_vec();
-    let allocation: Option<Vec<Vec<f32>>> = state.allocation.map(|r| r.iter().map(to_host).collect());
+    let state = DpCheckpoint::capture(model, optimizer, state, snap.step, snap.planned_steps)
+        .map_err(|e| EngineError::Checkpoint { path: path.to_path_buf(), reason: e.to_string() })?;
     let header = Header {
         config_digest: snap.config_digest.to_string(),
         seeded: snap.seeded,
         started: snap.started,
-        planned_steps: snap.planned_steps,
-        step: snap.step,
-        ledger: state.ledger,
-        sampler: state.sampler.position(),
-        noise: state.noise.map(|n| n.position()),
         seconds: snap.seconds,
-        model_bytes: model_bytes.len() as u64,
-        optimizer_bytes: optimizer_bytes.len() as u64,
-        allocation: allocation.as_ref().map(|r| r.iter().map(Vec::len).collect()),
-        model_digest: sha256_hex(&model_bytes),
+        state: state.header.clone(),
+        model_digest: sha256_hex(&state.model),
         values_digest: values_digest(model),
     };
-    Checkpoint { header, model: model_bytes, optimizer: optimizer_bytes, allocation }.save(path, keys.mac())
+    Checkpoint { header, state }.save(path, keys.mac())
 }
 
 /// Refuses session options that cannot go together.
@@ -506,10 +407,10 @@ pub fn train(
     check_session(&session, &run_dir)?;
     let ckpt_path = checkpoint_path(&run_dir);
     let Opened { mut lock, checkpoint, config, keys } = open_run(config, &session, &run_dir)?;
-    let mechanism: Arc<dyn Mechanism> = mechanism::for_config(&config)?.into();
-    config.validate(mechanism.as_ref())?;
+    let privacy = config.privacy()?;
+    config.validate(&privacy)?;
     let (train_data, test_data) = load_data(&config)?;
-    let plan = plan(&config, mechanism.as_ref(), train_data.len())?;
+    let plan = plan(&privacy, train_data.len())?;
 
     let spec = ModelSpec {
         name: config.model,
@@ -521,10 +422,10 @@ pub fn train(
     let batching = Batching::for_backend(config.batch_size, device.backend);
     let model =
         checked_model(spec, &train_data, batching.padded(config.batch_size.min(train_data.len())), config.seed, dev)?;
-    let fresh_optimizer = optimizer(config.optimizer(mechanism.as_ref()), config.momentum, config.weight_decay);
+    let fresh_optimizer = optimizer(config.optimizer(&privacy), config.momentum, config.weight_decay);
     let source = CrossEntropyLots { data: &train_data };
     let fresh_table = ParamTable::of(&model)?;
-    let run = RunOf { config: &config, plan: &plan, mechanism: mechanism.as_ref(), keys: &keys, device: dev };
+    let run = RunOf { config: &config, privacy: &privacy, plan: &plan, keys: &keys, device: dev };
     // Canaries (a fresh run only) are placed before anything is written.
     let canaries = match session.audit {
         Some(request) => Some(place_canaries(request, &run, &model, &source, batching, &fresh_table)?),
@@ -550,8 +451,8 @@ pub fn train(
     }
     // After a resume the parameters carry the checkpoint's ids: the table is taken from them.
     let table = ParamTable::of(&model)?;
-    let start = StartFrom { state, steps_taken: step, canaries };
-    let mut dp = DpOptimizer::assemble(config.clone(), mechanism, plan, &table, optimizer, start, device)?;
+    let start = StartFrom { keys: keys.streams().clone(), state, steps_taken: step, canaries };
+    let mut dp = DpOptimizer::assemble(privacy.clone(), plan, &table, optimizer, start, config.batch_size, device)?;
     observe(&Event::started(&dp, device, &table, train_data.len(), step));
     let steps = StepLoop {
         config: &config,
@@ -581,9 +482,10 @@ fn start_fresh(
     optimizer: ModuleOptimizer,
     overwrite: bool,
 ) -> Result<(String, Restored)> {
-    let RunOf { config, plan, keys, .. } = *run;
+    let RunOf { config, privacy, plan, keys, .. } = *run;
     let digest = run_folder::start(&config.out_dir, config, plan.z, overwrite, keys)?;
-    let state = StepState::fresh(fresh_sampler(config, plan, keys.sampler_stream())?, keys.noise_stream());
+    let streams = keys.streams();
+    let state = StepState::fresh(fresh_sampler(privacy, plan, streams.sampler_stream())?, streams.noise_stream());
     let started = unix_now();
     Ok((digest, Restored { model: model.train(), optimizer, state, step: 0, seconds: 0.0, started }))
 }

@@ -14,8 +14,8 @@ use dp_data::idx::{encode_idx, read_idx};
 use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
 use dp_engine::backend;
 use dp_engine::checkpoint::Checkpoint;
-use dp_engine::mechanism;
-use dp_engine::train_config::{MechanismName, TrainConfig};
+use dp_engine::mechanism::MechanismName;
+use dp_engine::train_config::TrainConfig;
 use dp_engine::trainer::{Session, train};
 use dp_engine::zoo::ModelName;
 use rand::{Rng, SeedableRng};
@@ -143,9 +143,9 @@ fn toml_config(rng: &mut ChaCha20Rng, tally: &mut Tally) {
         tally.run("toml", || -> Result<(), String> {
             let text = std::str::from_utf8(&bytes).map_err(|e| e.to_string())?;
             let config: TrainConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-            let mechanism = mechanism::for_config(&config).map_err(|e| e.to_string())?;
-            config.validate(mechanism.as_ref()).map_err(|e| e.to_string())?;
-            config.planned_steps(60_000).map_err(|e| e.to_string()).map(|_| ())
+            let privacy = config.privacy().map_err(|e| e.to_string())?;
+            config.validate(&privacy).map_err(|e| e.to_string())?;
+            privacy.planned_steps(60_000).map_err(|e| e.to_string()).map(|_| ())
         });
     }
 }
@@ -203,12 +203,12 @@ fn extreme(rng: &mut ChaCha20Rng, truth: u64) -> serde_json::Value {
 /// Edits one field of the sampler or noise state in `h`.
 fn mutate_streams(h: &mut serde_json::Value, rng: &mut ChaCha20Rng) {
     let fields: [&[&str]; 6] = [
-        &["sampler", "stream", "word_pos"],
-        &["sampler", "stream", "stream"],
-        &["sampler", "cursor"],
-        &["sampler", "n"],
-        &["noise", "word_pos"],
-        &["noise", "stream"],
+        &["state", "sampler", "stream", "word_pos"],
+        &["state", "sampler", "stream", "stream"],
+        &["state", "sampler", "cursor"],
+        &["state", "sampler", "n"],
+        &["state", "noise", "word_pos"],
+        &["state", "noise", "stream"],
     ];
     let path = fields[rng.random_range(0..fields.len())];
     let mut at = &mut *h;
@@ -249,9 +249,13 @@ fn checkpoints(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
             epochs: 1.0,
             noise_multiplier: (!paper).then_some(1.0),
             target_epsilon: paper.then_some(2.0),
-            sensitivity_every: if paper { 3 } else { 1 },
             seed: Some(9),
             out_dir: run.clone(),
+            mechanism_options: if paper {
+                [("sensitivity_every".into(), 3.into())].into_iter().collect()
+            } else {
+                toml::Table::new()
+            },
             ..TrainConfig::default()
         };
         let stop = Session { stop_after: Some(4), ..Session::default() };

@@ -13,15 +13,24 @@
 mod oracle;
 
 use burn::module::Module;
+use burn::optim::AdamConfig;
 use burn::optim::SgdConfig;
 use burn::tensor::{Device, Tensor, TensorData};
 use dp_accounting::Guarantee;
+use dp_engine::allocation::{NoiseAllocation, Uniform};
 use dp_engine::backend;
+use dp_engine::checkpoint::values_digest;
+use dp_engine::dp_checkpoint::{DpCheckpoint, StreamKeys};
+use dp_engine::dp_optimizer::DpOptimizer;
 use dp_engine::grad_sample::params::ParamTable;
+use dp_engine::mechanism::Mechanism;
+use dp_engine::mechanism::gaussian::Gaussian;
+use dp_engine::mechanism::laplacian_smoothing::LaplacianSmoothed;
+use dp_engine::mechanism::optimized::Optimized;
 use dp_engine::nn::{DpLinear, DpLinearConfig};
+use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
 use dp_engine::step::lot::{ExampleLosses, LotSource, evaluate};
-use dp_engine::train_config::MechanismName;
 use dp_engine::{EngineError, SelectedDevice};
 use oracle::{assert_close, param_value};
 
@@ -101,12 +110,13 @@ fn one_step_without_noise_or_clipping_is_gradient_descent_on_the_users_loss() {
     let table = ParamTable::of(&model).expect("DP layers");
     let before: Vec<Vec<f64>> = table.params().iter().map(|p| param_value(&model, p)).collect();
     // q = 1 (lot = N), noise std 1e6 * 1e-12 = 1e-6, clip norm far above any gradient.
-    let mut dp = PrivacyEngine::new()
-        .noise_multiplier(1e-12)
-        .clip_norm(1e6)
-        .lot_size(6)
-        .epochs(1.0)
-        .seed(7)
+    let privacy = PrivacyConfig::new(Gaussian)
+        .with_noise_multiplier(1e-12)
+        .with_clip_norm(1e6)
+        .with_lot_size(6)
+        .with_epochs(1.0)
+        .with_seed(7);
+    let mut dp = PrivacyEngine::new(privacy)
         .make_private(&model, SgdConfig::new().init(), &data, &device.device)
         .expect("a valid run");
     assert_eq!(dp.planned_steps(), 1);
@@ -135,11 +145,9 @@ fn a_calibrated_run_spends_its_target_certified_and_stops_at_its_plan() {
     let device = backend::cpu();
     let data = Squares::new(200);
     let mut model = regressor(&device);
-    let mut dp = PrivacyEngine::new()
-        .target_epsilon(2.0)
-        .delta(1e-3)
-        .lot_size(20)
-        .epochs(2.0)
+    let privacy =
+        PrivacyConfig::new(Gaussian).with_target_epsilon(2.0).with_delta(1e-3).with_lot_size(20).with_epochs(2.0);
+    let mut dp = PrivacyEngine::new(privacy)
         .make_private(&model, SgdConfig::new().init(), &data, &device.device)
         .expect("a valid run");
     assert_eq!(dp.planned_steps(), 20);
@@ -161,9 +169,7 @@ fn a_calibrated_run_spends_its_target_certified_and_stops_at_its_plan() {
 /// The error `make_private` gives for `model` on `data`, checked to be one line.
 fn refusal<M: Forward>(model: &M, data: &Squares) -> String {
     let device = backend::cpu();
-    let err = PrivacyEngine::new()
-        .noise_multiplier(1.0)
-        .lot_size(4)
+    let err = PrivacyEngine::new(PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(4))
         .make_private(model, SgdConfig::new().init(), data, &device.device)
         .err()
         .expect("a mistake")
@@ -184,28 +190,92 @@ fn mistakes_in_the_model_or_the_loss_are_one_line_errors_before_the_run() {
     let err = refusal(&plain, &Squares::new(8));
     assert!(err.contains("`fc.weight`") && err.contains("DpLinear"), "{err}");
     // The same model and data without the mistake are accepted.
-    PrivacyEngine::new()
-        .noise_multiplier(1.0)
-        .lot_size(4)
+    PrivacyEngine::new(PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(4))
         .make_private(&model, SgdConfig::new().init(), &Squares::new(8), &device.device)
         .expect("fine");
 }
 
-/// An option of another mechanism is refused, not silently ignored; the mechanism that reads it
-/// takes it.
+/// A mechanism defined outside dp-engine, in one place: the Gaussian mechanism at twice the
+/// configured noise multiplier, through its own noise allocation. The ledger records what the
+/// allocation released (2z), not what the configuration said, and the epsilon follows.
+struct TwiceTheNoise;
+
+impl Mechanism for TwiceTheNoise {
+    fn name(&self) -> &'static str {
+        "twice-the-noise"
+    }
+
+    fn allocation(&self, z: f64, config: &PrivacyConfig, _table: &ParamTable) -> Box<dyn NoiseAllocation> {
+        Box::new(Uniform { noise_multiplier: 2.0 * z, clip_norm: config.clip_norm })
+    }
+}
+
 #[test]
-fn an_option_of_another_mechanism_is_refused() {
+fn a_users_own_mechanism_is_one_type_and_its_ledger_records_its_noise() {
     let device = backend::cpu();
+    let data = Squares::new(40);
     let model = regressor(&device);
-    let data = Squares::new(8);
-    let engine = || PrivacyEngine::new().noise_multiplier(1.0).lot_size(4);
-    let make =
-        |engine: PrivacyEngine| engine.make_private(&model, SgdConfig::new().init(), &data, &device.device).err();
-    let err = make(engine().ls_sigma(2.0)).expect("gaussian reads no smoothing").to_string();
-    assert!(err.contains("ls_sigma") && err.contains("Gaussian") && err.lines().count() == 1, "{err}");
-    let err = make(engine().mechanism(MechanismName::LsSgd).sensitivity_every(5)).expect("refused").to_string();
-    assert!(err.contains("sensitivity_every") && err.contains("LsSgd"), "{err}");
-    assert!(make(engine().mechanism(MechanismName::LsSgd).ls_sigma(2.0)).is_none(), "ls-sgd reads ls_sigma");
+    let run = |mechanism: PrivacyConfig| {
+        let privacy = mechanism.with_noise_multiplier(1.0).with_lot_size(10).with_epochs(0.25).with_seed(3);
+        let mut dp = PrivacyEngine::new(privacy)
+            .make_private(&model, SgdConfig::new().init(), &data, &device.device)
+            .expect("a valid run");
+        dp.step(model.clone(), &data, 0.1).expect("one step");
+        let z: Vec<f64> = dp.ledger().entries().iter().map(|e| e.noise_multiplier).collect();
+        (z, dp.privacy().expect("accounted").epsilon.expect("private"))
+    };
+    let (own_z, own_eps) = run(PrivacyConfig::new(TwiceTheNoise));
+    let (gauss_z, gauss_eps) = run(PrivacyConfig::new(Gaussian));
+    assert_eq!(own_z, vec![2.0]);
+    assert_eq!(gauss_z, vec![1.0]);
+    assert!(own_eps < gauss_eps, "twice the noise spends less: {own_eps} vs {gauss_eps}");
+    // A built-in mechanism's options are its own type's: a bad one is refused where it is built.
+    let err = LaplacianSmoothed::sgd(-1.0).err().expect("refused").to_string();
+    assert!(err.contains("ls-sigma") && err.lines().count() == 1, "{err}");
+}
+
+/// A library run checkpointed mid-run (to bytes and back, the optimiser's Adam moments and the
+/// optimized mechanism's allocation state included) and resumed from fresh objects ends
+/// bit-identical to the uninterrupted seeded run: the same parameters, ledger and epsilon.
+#[test]
+fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() {
+    let device = backend::cpu();
+    let data = Squares::new(200);
+    let model = regressor(&device);
+    let privacy =
+        || PrivacyConfig::new(Optimized).with_noise_multiplier(1.1).with_lot_size(20).with_epochs(2.0).with_seed(11);
+    let adam = || AdamConfig::new().init();
+    let start = || PrivacyEngine::new(privacy()).make_private(&model, adam(), &data, &device.device).expect("valid");
+    let run_to_end = |mut dp: DpOptimizer<Regressor>, mut m: Regressor| {
+        while !dp.is_done() {
+            m = dp.step(m, &data, 0.05).expect("a step").0;
+        }
+        (values_digest(&m), dp.ledger().clone(), dp.privacy().expect("accounted").epsilon)
+    };
+    let whole = run_to_end(start(), model.clone());
+
+    let mut dp = start();
+    let mut m = model.clone();
+    for _ in 0..8 {
+        m = dp.step(m, &data, 0.05).expect("a step").0;
+    }
+    let bytes = dp.checkpoint(&m).expect("checkpoint").to_bytes().expect("bytes");
+    let keys = dp.keys().clone();
+    drop((dp, m));
+    let resume = |privacy: PrivacyConfig, keys: &StreamKeys| {
+        let ckpt = DpCheckpoint::from_bytes(&bytes).expect("read back");
+        PrivacyEngine::new(privacy).resume((regressor(&device), adam()), &data, &device.device, ckpt, keys)
+    };
+    let (m, dp) = resume(privacy(), &keys).expect("resumed");
+    assert_eq!(dp.steps_taken(), 8);
+    assert_eq!(run_to_end(dp, m), whole, "resumed = uninterrupted, bit for bit");
+
+    // The checkpoint refused by another run: another lot size, another seed's keys.
+    let err = resume(privacy().with_lot_size(25), &keys).err().expect("another plan").to_string();
+    assert!(err.contains("cannot resume") && err.lines().count() == 1, "{err}");
+    let err = resume(privacy(), &StreamKeys::for_run(Some(12))).err().expect("other keys").to_string();
+    assert!(err.contains("seed"), "{err}");
+    assert!(DpCheckpoint::from_bytes(&bytes[..bytes.len() - 1]).is_err(), "a truncated checkpoint");
 }
 
 /// A test set given as a `LotSource` is evaluated with the user's own loss, in any batch size:

@@ -22,13 +22,15 @@ use dp_engine::clipping::Clipping;
 use dp_engine::grad_sample::batch::ClipSpec;
 use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::mechanism;
+use dp_engine::mechanism::MechanismName;
 use dp_engine::noise::{GaussianNoise, NOISE_STREAM};
+use dp_engine::optimizer::OptimizerName;
 use dp_engine::optimizer::optimizer;
+use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::step::batching::Batching;
 use dp_engine::step::lot::{LotSource, lot_sum};
 use dp_engine::step::{self, LotStep, StepState};
 use dp_engine::tensor_io::vector;
-use dp_engine::train_config::{MechanismName, OptimizerName, TrainConfig};
 use dp_engine::zoo::{ModelName, ModelSpec, Normalization, ZooModel, build};
 use dp_kernels::NoiseScale;
 use oracle::{assert_close, host, naive_gradients, param_value, sq};
@@ -119,14 +121,16 @@ fn one_step(
     data: &ImageDataset,
     device: &Device,
 ) -> (ZooModel, Box<dyn LotStep<ZooModel>>) {
-    let config = TrainConfig { mechanism: name, clip_norm: clip, seed: Some(1), ..TrainConfig::default() };
-    let mechanism = mechanism::for_config(&config).unwrap();
-    let z = mechanism.is_private().then_some(z);
+    let config = PrivacyConfig {
+        clip_norm: clip,
+        seed: Some(1),
+        ..PrivacyConfig::with_shared(mechanism::named(name, &toml::Table::new()).unwrap())
+    };
+    let z = config.mechanism.is_private().then_some(z);
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, N, Some(1)).unwrap();
     let state = StepState::fresh(sampler, ChaChaState::new(Some(1), NOISE_STREAM));
     let table = ParamTable::of(model).unwrap();
-    let mut step =
-        step::for_run(mechanism.into(), &config, z, &table, Batching { size: 5, granule: 4 }, state, None).unwrap();
+    let mut step = step::for_run(&config, z, &table, Batching { size: 5, granule: 4 }, state, None).unwrap();
     let mut sgd = optimizer(OptimizerName::Sgd, 0.0, 0.0);
     let (after, _) = step.step(model.clone(), &mut sgd, 0.1, &CrossEntropyLots { data }, device).unwrap();
     (after, step)

@@ -1,21 +1,28 @@
 //! The privacy mechanisms, one file each, behind one trait: what a mechanism checks in the run's
-//! configuration, how it sets the noise multiplier, how it spreads the noise over the parameters,
-//! what it does to the noisy gradient afterwards, and what privacy it reports with which label.
-//! [`for_config`] is the registry, the one place that matches on the mechanism's name: adding a
-//! mechanism is a file here and a line there. The math: docs/ARCHITECTURE.md, "Mechanisms".
+//! privacy configuration, how it sets the noise multiplier, how it spreads the noise over the
+//! parameters (a [`NoiseAllocation`] with its state), what it does to the noisy gradient
+//! afterwards, and what privacy it reports with which label. A mechanism's options are fields of
+//! its own type. The trait is open: a library user's mechanism is a type implementing it, given
+//! to [`crate::privacy_config::PrivacyConfig::new`]; a built-in one is also a line of
+//! [`registry::BUILTIN`], which builds it by name from a configuration file's keys. The math:
+//! docs/ARCHITECTURE.md, "Mechanisms".
 
-mod gaussian;
-mod laplacian_smoothing;
-mod none;
-mod optimized;
-mod optimized_paper;
+pub mod gaussian;
+pub mod laplacian_smoothing;
+pub mod none;
+pub mod optimized;
+pub mod optimized_paper;
+pub mod registry;
 
-use crate::allocation::NoiseAllocation;
+pub use registry::{MechanismName, named};
+
+use crate::allocation::{NoiseAllocation, Uniform};
 use crate::clipping::Clipping;
 use crate::error::Result;
 use crate::grad_sample::params::ParamTable;
+use crate::optimizer::OptimizerName;
 use crate::privacy::{PrivacySpent, certified, given_or_calibrated};
-use crate::train_config::{MechanismName, OptimizerName, TrainConfig};
+use crate::privacy_config::PrivacyConfig;
 use burn::tensor::Tensor;
 use dp_accounting::PrivacyLedger;
 
@@ -37,8 +44,8 @@ impl ExpectedMultiplier {
 
 /// A way of privatising the summed gradient of a lot.
 pub trait Mechanism: Send + Sync {
-    /// The name users type.
-    fn name(&self) -> MechanismName;
+    /// The name users type and reports print.
+    fn name(&self) -> &'static str;
 
     /// False for the unperturbed baseline, which neither clips nor adds noise.
     fn is_private(&self) -> bool {
@@ -55,19 +62,19 @@ pub trait Mechanism: Send + Sync {
         OptimizerName::Sgd
     }
 
-    /// The configuration keys only this mechanism reads (refused with the others).
-    fn options(&self) -> &'static [&'static str] {
-        &[]
+    /// Refuses an update rule the mechanism is not (ls-adam is DP-LSAdam: not SGD).
+    fn accepts_optimizer(&self, _optimizer: OptimizerName) -> Result<()> {
+        Ok(())
     }
 
-    /// Checks what the mechanism needs from the run's configuration.
-    fn validate(&self, _config: &TrainConfig, _clipping: Clipping) -> Result<()> {
+    /// Checks what the mechanism needs from the run's privacy configuration, under `clipping`.
+    fn validate(&self, _config: &PrivacyConfig, _clipping: Clipping) -> Result<()> {
         Ok(())
     }
 
     /// The noise multiplier of a run of `steps` steps at sampling rate `sample_rate` (None: no
     /// noise).
-    fn noise_multiplier(&self, config: &TrainConfig, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
+    fn noise_multiplier(&self, config: &PrivacyConfig, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
         given_or_calibrated(config, sample_rate, steps).map(Some)
     }
 
@@ -78,10 +85,10 @@ pub trait Mechanism: Send + Sync {
     }
 
     /// How the noise of a step at noise multiplier `z` is spread over the parameters of `table`
-    /// (a checkpoint's state is restored into it with `NoiseAllocation::restore`).
-    fn allocation(&self, z: f64, config: &TrainConfig, table: &ParamTable) -> NoiseAllocation {
-        let _ = table;
-        NoiseAllocation::Uniform { noise_multiplier: z, clip_norm: config.clip_norm }
+    /// (a checkpoint's state is restored into it with `NoiseAllocation::restore`): sigma = z C
+    /// everywhere unless the mechanism says otherwise.
+    fn allocation(&self, z: f64, config: &PrivacyConfig, _table: &ParamTable) -> Box<dyn NoiseAllocation> {
+        Box::new(Uniform { noise_multiplier: z, clip_norm: config.clip_norm })
     }
 
     /// Post-processing of the released (noisy, averaged) gradient, one tensor per parameter of
@@ -91,12 +98,12 @@ pub trait Mechanism: Send + Sync {
     }
 
     /// The privacy of `ledger` after its steps of `planned`.
-    fn privacy(&self, config: &TrainConfig, ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
+    fn privacy(&self, config: &PrivacyConfig, ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
         certified(config, ledger)
     }
 
     /// A second readout beside the reported epsilon, where the mechanism has one.
-    fn second_readout(&self, _config: &TrainConfig, _ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
+    fn second_readout(&self, _config: &PrivacyConfig, _ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
         Ok(None)
     }
 
@@ -104,16 +111,4 @@ pub trait Mechanism: Send + Sync {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
-}
-
-/// The mechanism a run's configuration names, with its own parameters read from it.
-pub fn for_config(config: &TrainConfig) -> Result<Box<dyn Mechanism>> {
-    Ok(match config.mechanism {
-        MechanismName::None => Box::new(none::Unperturbed),
-        MechanismName::Gaussian => Box::new(gaussian::Gaussian),
-        MechanismName::LsSgd => Box::new(laplacian_smoothing::LaplacianSmoothed::new(config, OptimizerName::Sgd)?),
-        MechanismName::LsAdam => Box::new(laplacian_smoothing::LaplacianSmoothed::new(config, OptimizerName::Adam)?),
-        MechanismName::Optimized => Box::new(optimized::Optimized),
-        MechanismName::OptimizedPaper => Box::new(optimized_paper::OptimizedPaper { every: config.sensitivity_every }),
-    })
 }

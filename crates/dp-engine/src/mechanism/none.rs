@@ -2,29 +2,35 @@
 //! is ordinary Burn training (`step::plain`), so that time ratios are against what a user would
 //! run without DP.
 
-use super::Mechanism;
+use super::registry::Registered;
+use super::{Mechanism, MechanismName};
 use crate::error::Result;
 use crate::privacy::PrivacySpent;
-use crate::train_config::{MechanismName, TrainConfig};
+use crate::privacy_config::PrivacyConfig;
 use dp_accounting::{Guarantee, PrivacyLedger};
+use std::sync::Arc;
+
+/// The registry's entry: no options.
+pub(super) const REGISTERED: Registered =
+    Registered { name: MechanismName::None, options: &[], build: |_| Ok(Arc::new(Unperturbed)) };
 
 /// The unperturbed baseline.
 pub struct Unperturbed;
 
 impl Mechanism for Unperturbed {
-    fn name(&self) -> MechanismName {
-        MechanismName::None
+    fn name(&self) -> &'static str {
+        "none"
     }
 
     fn is_private(&self) -> bool {
         false
     }
 
-    fn noise_multiplier(&self, _config: &TrainConfig, _rate: f64, _steps: u64) -> Result<Option<f64>> {
+    fn noise_multiplier(&self, _config: &PrivacyConfig, _rate: f64, _steps: u64) -> Result<Option<f64>> {
         Ok(None)
     }
 
-    fn privacy(&self, config: &TrainConfig, _ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
+    fn privacy(&self, config: &PrivacyConfig, _ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
         Ok(PrivacySpent { epsilon: None, delta: config.delta, accountant: "none".into(), guarantee: Guarantee::None })
     }
 

@@ -8,10 +8,9 @@
 //! noise cannot be regenerated.
 
 use super::files::{OWNER_ONLY, folder_error, read_regular, remove_if_present, write_atomic};
+use crate::dp_checkpoint::StreamKeys;
 use crate::error::Result;
-use crate::noise::NOISE_STREAM;
-use dp_data::sampler::SAMPLER_STREAM;
-use dp_data::{ChaChaState, SecretKey};
+use dp_data::SecretKey;
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -30,8 +29,7 @@ const MAX_KEY_FILE: u64 = 4096;
 pub struct RunKeys {
     /// The seed of a reproducible run (its keys derive from it).
     pub seed: Option<u64>,
-    sampler: SecretKey,
-    noise: SecretKey,
+    streams: StreamKeys,
     mac: SecretKey,
 }
 
@@ -55,17 +53,12 @@ impl RunKeys {
     /// New keys for a run: the sampler's and the noise's from `seed` (reproducible) or from the
     /// OS, the MAC's always from the OS.
     pub fn generate(seed: Option<u64>) -> Self {
-        Self { seed, sampler: SecretKey::for_run(seed), noise: SecretKey::for_run(seed), mac: SecretKey::from_os() }
+        Self { seed, streams: StreamKeys::for_run(seed), mac: SecretKey::from_os() }
     }
 
-    /// The lot sampler's stream at its start.
-    pub fn sampler_stream(&self) -> ChaChaState {
-        ChaChaState::keyed(self.sampler.clone(), SAMPLER_STREAM)
-    }
-
-    /// The noise stream at its start.
-    pub fn noise_stream(&self) -> ChaChaState {
-        ChaChaState::keyed(self.noise.clone(), NOISE_STREAM)
+    /// The keys of the lot sampler's and the noise's streams.
+    pub fn streams(&self) -> &StreamKeys {
+        &self.streams
     }
 
     /// The key of the checkpoints' MAC.
@@ -78,8 +71,8 @@ impl RunKeys {
         let file = KeyFile {
             format: FORMAT.into(),
             seed: self.seed,
-            sampler_key: hex::encode(self.sampler.as_bytes()),
-            noise_key: hex::encode(self.noise.as_bytes()),
+            sampler_key: hex::encode(self.streams.sampler_key().as_bytes()),
+            noise_key: hex::encode(self.streams.noise_key().as_bytes()),
             mac_key: hex::encode(self.mac.as_bytes()),
         };
         let path = key_path(run_dir);
@@ -122,13 +115,12 @@ impl RunKeys {
         };
         let keys = Self {
             seed: file.seed,
-            sampler: key(&file.sampler_key, "sampler_key")?,
-            noise: key(&file.noise_key, "noise_key")?,
+            streams: StreamKeys::new(key(&file.sampler_key, "sampler_key")?, key(&file.noise_key, "noise_key")?),
             mac: key(&file.mac_key, "mac_key")?,
         };
         if let Some(seed) = keys.seed {
             let derived = SecretKey::from_seed(seed);
-            if keys.sampler != derived || keys.noise != derived {
+            if *keys.streams.sampler_key() != derived || *keys.streams.noise_key() != derived {
                 return Err(folder_error(&path, "its keys are not those of its seed"));
             }
         }
@@ -154,9 +146,9 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let back = RunKeys::load(dir.path()).unwrap();
         assert_eq!(back.mac(), keys.mac());
-        assert_eq!(back.noise_stream(), keys.noise_stream());
-        assert_eq!(back.sampler_stream(), keys.sampler_stream());
-        assert_ne!(keys.noise_stream().key(), keys.sampler_stream().key(), "independent OS keys");
+        assert_eq!(back.streams().noise_stream(), keys.streams().noise_stream());
+        assert_eq!(back.streams().sampler_stream(), keys.streams().sampler_stream());
+        assert_ne!(keys.streams().noise_stream().key(), keys.streams().sampler_stream().key(), "independent OS keys");
         // Opened up to the group: refused.
         let path = key_path(dir.path());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();

@@ -139,3 +139,18 @@ pub fn lot_sum<M>(
         .collect();
     Ok((sums, metrics))
 }
+
+/// The full-data mean gradient of `model` (unclipped), one flat tensor per parameter: Xiang et
+/// al.'s model sensitivity w, which a noise allocation may ask for.
+pub fn mean_gradient<M>(
+    model: &M,
+    source: &dyn LotSource<M>,
+    batching: Batching,
+    table: &ParamTable,
+    device: &Device,
+) -> Result<Vec<Tensor<1>>> {
+    let everyone: Vec<usize> = (0..source.len()).collect();
+    let (sums, _) = lot_sum(model, source, &everyone, batching, table, None, device)?;
+    let n = source.len().max(1);
+    Ok(sums.into_iter().map(|s| s.div_scalar(n as f64)).collect())
+}

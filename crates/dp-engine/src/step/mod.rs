@@ -14,9 +14,8 @@ use crate::canaries::WhiteBoxCanaries;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::batch::ClipSpec;
 use crate::grad_sample::params::ParamTable;
-use crate::mechanism::Mechanism;
 use crate::noise::GaussianNoise;
-use crate::train_config::TrainConfig;
+use crate::privacy_config::PrivacyConfig;
 use batching::Batching;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
@@ -24,7 +23,6 @@ use burn::tensor::{Device, Tensor};
 use dp_accounting::PrivacyLedger;
 use dp_data::{ChaChaState, LotSampler};
 use lot::{LotMetrics, LotSource};
-use std::sync::Arc;
 
 /// What a step carries between steps besides the model and optimiser, as a checkpoint keeps it.
 #[derive(Debug, Clone)]
@@ -73,11 +71,10 @@ pub trait LotStep<M> {
     }
 }
 
-/// The step of a run of `mechanism` at noise multiplier `z` (None: the baseline's plain step),
-/// continuing from `state`, with an auditor's `canaries` when the run is audited.
+/// The step of a run of `config`'s mechanism at noise multiplier `z` (None: the baseline's plain
+/// step), continuing from `state`, with an auditor's `canaries` when the run is audited.
 pub fn for_run<M: Module>(
-    mechanism: Arc<dyn Mechanism>,
-    config: &TrainConfig,
+    config: &PrivacyConfig,
     z: Option<f64>,
     table: &ParamTable,
     batching: Batching,
@@ -89,16 +86,13 @@ pub fn for_run<M: Module>(
         return Ok(Box::new(plain::PlainStep::new(sampler, batching)));
     };
     let noise = noise.ok_or_else(|| EngineError::Privacy("a private step needs its noise stream".into()))?;
+    let mechanism = config.mechanism.clone();
     let mut allocation = mechanism.allocation(z, config, table);
     if let Some(state) = kept {
         allocation.restore(state)?;
     }
     Ok(Box::new(private::PrivateStep {
-        clip: ClipSpec {
-            clip_norm: config.clip_norm,
-            clipping: config.clipping(mechanism.as_ref()),
-            layers: table.layers().len(),
-        },
+        clip: ClipSpec { clip_norm: config.clip_norm, clipping: config.clipping(), layers: table.layers().len() },
         allocation,
         table: table.clone(),
         batching,

@@ -6,7 +6,7 @@
 //! the realised one, divides: the realised size depends on the data.
 
 use super::batching::Batching;
-use super::lot::{LotMetrics, LotSource, lot_sum};
+use super::lot::{LotMetrics, LotSource, lot_sum, mean_gradient};
 use super::{LotStep, StepState};
 use crate::allocation::{NoiseAllocation, StepNoise};
 use crate::canaries::WhiteBoxCanaries;
@@ -36,7 +36,7 @@ pub struct PrivateStep {
     /// Draws the lots.
     pub sampler: LotSampler,
     /// How the noise is spread over the parameters, and its state.
-    pub allocation: NoiseAllocation,
+    pub allocation: Box<dyn NoiseAllocation>,
     /// The noise stream.
     pub noise: GaussianNoise,
     /// Every privatised step so far.
@@ -55,32 +55,17 @@ fn sampling_of(sampler: &LotSampler) -> (LotSampling, f64) {
     }
 }
 
-/// The full-data mean gradient of `model` (unclipped, with the included canaries as records):
-/// Xiang et al.'s model sensitivity w.
-pub fn mean_gradient<M>(
-    model: &M,
-    source: &dyn LotSource<M>,
-    batching: Batching,
-    table: &ParamTable,
-    canaries: Option<&WhiteBoxCanaries>,
-    device: &Device,
-) -> Result<Vec<Tensor<1>>> {
-    let everyone: Vec<usize> = (0..source.len()).collect();
-    let (sums, _) = lot_sum(model, source, &everyone, batching, table, None, device)?;
-    let n = source.len().max(1);
-    let w = sums.into_iter().map(|s| s.div_scalar(n as f64)).collect();
-    Ok(match canaries {
-        Some(c) => c.add_to_mean(w, n),
-        None => w,
-    })
-}
-
 impl PrivateStep {
-    /// The noise of the next step (the sphere computes its w from `model` when due).
+    /// The noise of the next step; an allocation that asks for the full-data gradient gets it
+    /// from `model`, with an audited run's canaries counted as records.
     pub fn next_noise<M>(&mut self, model: &M, source: &dyn LotSource<M>, device: &Device) -> Result<StepNoise> {
         let Self { table, batching, canaries, allocation, ledger, .. } = self;
         allocation.step_noise(ledger.total_steps(), table, &mut || {
-            mean_gradient(model, source, *batching, table, canaries.as_ref(), device)
+            let w = mean_gradient(model, source, *batching, table, device)?;
+            Ok(match canaries.as_ref() {
+                Some(c) => c.add_to_mean(w, source.len().max(1)),
+                None => w,
+            })
         })
     }
 

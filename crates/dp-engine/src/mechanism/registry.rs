@@ -1,0 +1,133 @@
+//! The built-in mechanisms by name: what a configuration file or the CLI names, the option keys
+//! each reads, and how each is built from them (into its own typed options). Adding a built-in
+//! mechanism is its file and one line of [`BUILTIN`]. An option of another mechanism is refused
+//! with the mechanisms that do read it.
+
+use super::{Mechanism, gaussian, laplacian_smoothing, none, optimized, optimized_paper};
+use crate::error::{EngineError, Result};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// The names of the built-in mechanisms, as users type them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MechanismName {
+    /// No clipping, no noise: the unperturbed baseline (no privacy).
+    None,
+    /// DP-SGD / DP-Adam: per-example clipping and Gaussian noise.
+    Gaussian,
+    /// DP-LSSGD (Wang et al.): DP-SGD whose noisy gradient is Laplacian-smoothed (post-processing).
+    LsSgd,
+    /// DP-LSAdam: the smoothed gradient fed to Adam.
+    LsAdam,
+    /// The optimized additive noise mechanism, sound: per-layer clipping and a sigma per layer
+    /// from Xiang et al.'s solver at the calibrated noise multiplier.
+    Optimized,
+    /// Xiang et al.'s Algorithm 1 as written (label paper-bound; its sigma's own epsilon: none).
+    OptimizedPaper,
+}
+
+/// A built-in mechanism: its name, the configuration keys it reads, and its constructor.
+pub struct Registered {
+    /// The name users type.
+    pub name: MechanismName,
+    /// The configuration keys of its own options.
+    pub options: &'static [&'static str],
+    /// Builds it from its options (only keys of `options` are passed).
+    pub build: fn(&toml::Table) -> Result<Arc<dyn Mechanism>>,
+}
+
+/// The built-in mechanisms, one line each.
+pub const BUILTIN: [Registered; 6] = [
+    none::REGISTERED,
+    gaussian::REGISTERED,
+    laplacian_smoothing::LS_SGD,
+    laplacian_smoothing::LS_ADAM,
+    optimized::REGISTERED,
+    optimized_paper::REGISTERED,
+];
+
+/// The entry of `name`.
+fn entry(name: MechanismName) -> &'static Registered {
+    // BUILTIN has a line for every name (a test checks it); the first entry is the fallback.
+    BUILTIN.iter().find(|e| e.name == name).unwrap_or(&BUILTIN[0])
+}
+
+/// The built-in mechanism `name` with its `options` (configuration keys to values); a key it
+/// does not read is refused, naming the mechanisms that do.
+pub fn named(name: MechanismName, options: &toml::Table) -> Result<Arc<dyn Mechanism>> {
+    let entry = entry(name);
+    if let Some(key) = options.keys().find(|k| !entry.options.contains(&k.as_str())) {
+        let readers: Vec<String> = BUILTIN
+            .iter()
+            .filter(|e| e.options.contains(&key.as_str()))
+            .map(|e| format!("--mechanism {}", e.name))
+            .collect();
+        return Err(if readers.is_empty() {
+            EngineError::invalid(
+                "setting",
+                format!("`{key}` is not a setting of a run, nor an option of any mechanism"),
+            )
+        } else {
+            let reason = format!("`{key}` applies to {} only, not to --mechanism {name}", readers.join(" or "));
+            EngineError::invalid("mechanism option", reason)
+        });
+    }
+    (entry.build)(options)
+}
+
+/// A mechanism's typed options read from its configuration keys.
+pub fn typed_options<T: DeserializeOwned>(options: &toml::Table) -> Result<T> {
+    T::deserialize(toml::Value::Table(options.clone())).map_err(|e| {
+        EngineError::invalid("mechanism option", e.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
+    })
+}
+
+impl std::fmt::Display for MechanismName {
+    /// The name as users type it ("ls-sgd").
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MechanismName::None => "none",
+            MechanismName::Gaussian => "gaussian",
+            MechanismName::LsSgd => "ls-sgd",
+            MechanismName::LsAdam => "ls-adam",
+            MechanismName::Optimized => "optimized",
+            MechanismName::OptimizedPaper => "optimized-paper",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_has_one_entry_building_the_mechanism_of_that_name() {
+        for e in &BUILTIN {
+            assert_eq!(BUILTIN.iter().filter(|o| o.name == e.name).count(), 1);
+            let built = named(e.name, &toml::Table::new()).expect("defaults build");
+            assert_eq!(built.name(), e.name.to_string());
+        }
+        assert_eq!(BUILTIN.len(), 6, "a name without an entry would build the fallback");
+    }
+
+    #[test]
+    fn an_option_of_another_mechanism_is_refused_naming_its_readers() {
+        let mut options = toml::Table::new();
+        options.insert("ls_sigma".into(), toml::Value::Float(2.0));
+        let err = named(MechanismName::Gaussian, &options).err().expect("refused").to_string();
+        assert!(err.contains("ls_sigma") && err.contains("ls-sgd or --mechanism ls-adam"), "{err}");
+        assert!(named(MechanismName::LsSgd, &options).is_ok());
+        options.insert("epoch".into(), toml::Value::Integer(3));
+        let err = named(MechanismName::LsSgd, &options).err().expect("refused").to_string();
+        assert!(err.contains("epoch") && err.contains("nor an option of any mechanism"), "{err}");
+    }
+
+    #[test]
+    fn a_mistyped_option_value_is_refused() {
+        let mut options = toml::Table::new();
+        options.insert("sensitivity_every".into(), toml::Value::String("often".into()));
+        assert!(named(MechanismName::OptimizedPaper, &options).is_err());
+    }
+}
