@@ -15,6 +15,7 @@
 //! added over the steps.
 
 use crate::error::{EngineError, Result};
+use crate::step::hook::StepHook;
 use crate::tensor_io::{to_host, vector};
 use burn::tensor::Tensor;
 use dp_accounting::audit::guesses::{OneRunBound, one_run_bound};
@@ -145,7 +146,7 @@ impl WhiteBoxCanaries {
     }
 
     /// The mean gradient `w` over `n` records with the included canaries added as records.
-    pub fn add_to_mean(&self, w: Vec<Tensor<1>>, n: usize) -> Vec<Tensor<1>> {
+    fn mean_with_canaries(&self, w: Vec<Tensor<1>>, n: usize) -> Vec<Tensor<1>> {
         if self.placement.is_empty() {
             return w;
         }
@@ -178,7 +179,7 @@ impl WhiteBoxCanaries {
 
     /// Adds the canaries that are in and drawn into this lot to the clipped sums, after noting
     /// the other records' sum at every canary's coordinate.
-    pub fn inject(&mut self, sums: &mut [Tensor<1>]) -> Result<()> {
+    fn inject(&mut self, sums: &mut [Tensor<1>]) -> Result<()> {
         if self.placement.is_empty() {
             return Err(EngineError::invalid("audit canaries", "not placed before the first step"));
         }
@@ -197,7 +198,7 @@ impl WhiteBoxCanaries {
     }
 
     /// Scores the step from its released `noisy` tensors ((sum + noise) * `scale`) and `scales`.
-    pub fn observe(&mut self, noisy: &[Tensor<1>], scales: &[NoiseScale], scale: f32) -> Result<()> {
+    fn observe(&mut self, noisy: &[Tensor<1>], scales: &[NoiseScale], scale: f32) -> Result<()> {
         if self.pending.len() != self.placement.len() {
             return Err(EngineError::invalid("audit canaries", "a release observed without an injection"));
         }
@@ -223,6 +224,26 @@ impl WhiteBoxCanaries {
             }
         }
         host
+    }
+}
+
+/// The canaries run in the step as its hook: injected into the clipped sums, counted in the
+/// full-data gradient, scored on each release.
+impl StepHook for WhiteBoxCanaries {
+    fn add_records(&mut self, sums: &mut [Tensor<1>]) -> Result<()> {
+        self.inject(sums)
+    }
+
+    fn add_to_mean(&self, w: Vec<Tensor<1>>, n: usize) -> Vec<Tensor<1>> {
+        self.mean_with_canaries(w, n)
+    }
+
+    fn released(&mut self, released: &[Tensor<1>], scales: &[NoiseScale], scale: f32) -> Result<()> {
+        self.observe(released, scales, scale)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

@@ -6,7 +6,6 @@
 //! are refused: the run's epsilon was calibrated for the planned number.
 
 use crate::backend::SelectedDevice;
-use crate::canaries::WhiteBoxCanaries;
 use crate::dp_checkpoint::{DpCheckpoint, StreamKeys};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
@@ -14,6 +13,7 @@ use crate::plan::Plan;
 use crate::privacy::PrivacySpent;
 use crate::privacy_config::PrivacyConfig;
 use crate::step::batching::Batching;
+use crate::step::hook::StepHook;
 use crate::step::lot::{LotMetrics, LotSource};
 use crate::step::{self, LotStep, StepState};
 use burn::module::Module;
@@ -29,8 +29,8 @@ pub(crate) struct StartFrom {
     pub state: StepState,
     /// Steps already taken.
     pub steps_taken: u64,
-    /// An auditor's canaries (a fresh, audited run only).
-    pub canaries: Option<WhiteBoxCanaries>,
+    /// A hook into the private steps (an audit's canaries: a fresh run only).
+    pub hook: Option<Box<dyn StepHook>>,
 }
 
 /// A burn-optim optimiser whose every step is a recorded DP step on lots of a [`LotSource`].
@@ -58,7 +58,7 @@ impl<M: Module> DpOptimizer<M> {
         device: &SelectedDevice,
     ) -> Result<Self> {
         let batching = Batching::for_backend(batch_size, device.backend);
-        let step = step::for_run(&config, plan.z, table, batching, start.state, start.canaries)?;
+        let step = step::for_run(&config, plan.z, table, batching, start.state, start.hook)?;
         let notes = crate::plan::notes(&config);
         Ok(Self {
             config,
@@ -170,8 +170,8 @@ impl<M: Module> DpOptimizer<M> {
         &self.optimizer
     }
 
-    /// The auditor's canaries of an audited run.
-    pub fn canaries(&self) -> Option<&WhiteBoxCanaries> {
-        self.step.canaries()
+    /// The hook into the private steps (an audited run's canaries), to read what it found.
+    pub fn hook(&self) -> Option<&dyn StepHook> {
+        self.step.hook()
     }
 }

@@ -99,7 +99,7 @@ macro_rules! with {
 }
 
 /// `v` when it is finite and positive, else an error naming the setting.
-pub(crate) fn positive(name: &'static str, v: f64) -> Result<()> {
+pub fn positive(name: &'static str, v: f64) -> Result<()> {
     if v.is_finite() && v > 0.0 { Ok(()) } else { Err(EngineError::invalid(name, format!("{v} must be positive"))) }
 }
 

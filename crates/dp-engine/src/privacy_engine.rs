@@ -33,24 +33,53 @@ use crate::plan::{Plan, fresh_sampler, plan};
 use crate::privacy_config::PrivacyConfig;
 use crate::step::StepState;
 use crate::step::batching::Batching;
+use crate::step::hook::StepHook;
 use crate::step::lot::{LotSource, lot_sum};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use std::panic::{self, AssertUnwindSafe};
 
-/// A run's privacy configuration and how its lots are computed (physical batches bound memory
-/// and change no result), applied to a model by [`PrivacyEngine::make_private`].
-#[derive(Debug, Clone)]
+/// A run's privacy configuration, how its lots are computed (physical batches bound memory and
+/// change no result) and an optional hook into its steps, applied to a model by
+/// [`PrivacyEngine::make_private`].
 pub struct PrivacyEngine {
     privacy: PrivacyConfig,
     batch_size: usize,
+    keys: Option<StreamKeys>,
+    hook: Option<Box<dyn StepHook>>,
+}
+
+impl std::fmt::Debug for PrivacyEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrivacyEngine")
+            .field("privacy", &self.privacy)
+            .field("batch_size", &self.batch_size)
+            .field("keys given", &self.keys.is_some())
+            .field("hook", &self.hook.is_some())
+            .finish()
+    }
 }
 
 impl PrivacyEngine {
     /// The engine of `privacy`, in physical batches of 256 examples.
     pub fn new(privacy: PrivacyConfig) -> Self {
-        Self { privacy, batch_size: 256 }
+        Self { privacy, batch_size: 256, keys: None, hook: None }
+    }
+
+    /// The keys of the run's lot sampler and noise streams (by default derived from the seed of
+    /// a seeded run, or drawn from the OS): given to continue a run ([`Self::resume`]) or to keep
+    /// them where the caller stores secrets. A seeded run takes only its seed's keys.
+    pub fn with_keys(mut self, keys: StreamKeys) -> Self {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// A hook into every private step (an auditor's white-box canaries, instrumentation): it
+    /// sees the clipped sums and the release and may add records of its own.
+    pub fn with_hook(mut self, hook: Box<dyn StepHook>) -> Self {
+        self.hook = Some(hook);
+        self
     }
 
     /// Examples per physical batch: bounds memory, does not change the result.
@@ -73,42 +102,56 @@ impl PrivacyEngine {
         let (config, plan, device) = self.planned(source, device)?;
         let table = ParamTable::of(model)?;
         dry_run(model, source, Batching::for_backend(self.batch_size, device.backend), &table, &device.device)?;
-        let keys = StreamKeys::for_run(config.seed);
+        let keys = match self.keys {
+            Some(keys) => keys,
+            None => StreamKeys::for_run(config.seed),
+        };
         let sampler = fresh_sampler(&config, &plan, keys.sampler_stream())?;
         let state = StepState::fresh(sampler, keys.noise_stream());
-        let start = StartFrom { keys, state, steps_taken: 0, canaries: None };
+        let start = StartFrom { keys, state, steps_taken: 0, hook: self.hook };
         DpOptimizer::assemble(config, plan, &table, optimizer, start, self.batch_size, &device)
     }
 
-    /// Continues the run that wrote `checkpoint` (with [`DpOptimizer::checkpoint`]), whose
-    /// streams have `keys` ([`DpOptimizer::keys`]), on the same configuration and `source`:
-    /// `model` and `optimizer` are fresh ones of the run's kind, into which the checkpoint's
-    /// records are loaded. Everything the privacy claim depends on is checked first (the step
-    /// counts, every ledger entry against the plan, the sampler replayed from its key, the noise
-    /// stream's position, the allocation's state); a seeded run takes only its seed's keys. The
-    /// model comes back with the optimiser.
+    /// Continues the run that wrote `checkpoint` (with [`DpOptimizer::checkpoint`]) on the same
+    /// configuration and `source`, with the run's keys ([`DpOptimizer::keys`], given with
+    /// [`Self::with_keys`]; a seeded run's derive from its seed): `model` and `optimizer` are
+    /// fresh ones of the run's kind, into which the checkpoint's records are loaded. Everything
+    /// the privacy claim depends on is checked first (the step counts, every ledger entry
+    /// against the plan, the sampler replayed from its key, the noise stream's position, the
+    /// allocation's state). The model comes back with the optimiser.
     pub fn resume<M: Module>(
         self,
         (model, optimizer): (M, ModuleOptimizer),
         source: &dyn LotSource<M>,
         device: &Device,
         checkpoint: DpCheckpoint,
-        keys: &StreamKeys,
     ) -> Result<(M, DpOptimizer<M>)> {
         let (config, plan, device) = self.planned(source, device)?;
-        if config.seed.is_some_and(|seed| *keys != StreamKeys::for_run(Some(seed))) {
-            return Err(EngineError::Resume("the keys given are not those of the run's seed".into()));
-        }
-        let restored = dp_checkpoint::restore(checkpoint, (model, optimizer), &config, &plan, keys, &device.device)?;
+        let keys = match (self.keys, config.seed) {
+            (Some(keys), _) => keys,
+            (None, Some(seed)) => StreamKeys::for_run(Some(seed)),
+            (None, None) => {
+                return Err(EngineError::Resume(
+                    "an unseeded run resumes with its own keys: give them with_keys".into(),
+                ));
+            }
+        };
+        let restored = dp_checkpoint::restore(checkpoint, (model, optimizer), &config, &plan, &keys, &device.device)?;
         let table = ParamTable::of(&restored.model)?;
-        let start = StartFrom { keys: keys.clone(), state: restored.state, steps_taken: restored.step, canaries: None };
+        let start = StartFrom { keys, state: restored.state, steps_taken: restored.step, hook: self.hook };
         let dp = DpOptimizer::assemble(config, plan, &table, restored.optimizer, start, self.batch_size, &device)?;
         Ok((restored.model, dp))
     }
 
-    /// The checked configuration and its plan on `source`'s examples, and the device.
+    /// The checked configuration and its plan on `source`'s examples, and the device; keys
+    /// given to a seeded run must be its seed's.
     fn planned<M>(&self, source: &dyn LotSource<M>, device: &Device) -> Result<(PrivacyConfig, Plan, SelectedDevice)> {
         self.privacy.validate()?;
+        if let (Some(seed), Some(keys)) = (self.privacy.seed, &self.keys)
+            && *keys != StreamKeys::for_run(Some(seed))
+        {
+            return Err(EngineError::Resume("the keys given are not those of the run's seed".into()));
+        }
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
         }

@@ -10,16 +10,16 @@ use crate::backend::SelectedDevice;
 use crate::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
 use crate::checkpoint::{Checkpoint, Header, checkpoint_path, values_digest};
 use crate::classifier::{CrossEntropyLots, evaluate};
-use crate::dp_checkpoint::{self, DpCheckpoint};
-use crate::dp_optimizer::{DpOptimizer, StartFrom};
+use crate::dp_checkpoint::DpCheckpoint;
+use crate::dp_optimizer::DpOptimizer;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::mechanism::MechanismName;
 use crate::optimizer::optimizer;
-use crate::plan::{Plan, fresh_sampler, plan};
+use crate::plan::{Plan, plan};
 use crate::privacy::PrivacySpent;
 use crate::privacy_config::PrivacyConfig;
-use crate::privacy_engine::dry_run;
+use crate::privacy_engine::PrivacyEngine;
 use crate::run_folder::keys::RunKeys;
 use crate::run_folder::lock::RunLock;
 use crate::run_folder::{self, METRICS_FILE, sha256_hex};
@@ -215,16 +215,6 @@ pub struct Session {
     pub keep_key: bool,
 }
 
-/// A run continued from its checkpoint.
-struct Restored {
-    model: ZooModel,
-    optimizer: ModuleOptimizer,
-    state: StepState,
-    step: u64,
-    seconds: f64,
-    started: u64,
-}
-
 /// The run in `run_dir` as its folder holds it: the checkpoint (its MAC checked under the key
 /// file's key), the configuration (refused unless it is the config.toml the checkpoint belongs
 /// to: the configuration decides every other check) with the key file's seed, and the keys. A
@@ -258,39 +248,33 @@ fn unix_now() -> u64 {
 /// How far the clock of a machine resuming a run may disagree with the one that started it.
 const CLOCK_SLACK: u64 = 86_400;
 
-/// What a resumed checkpoint is checked against: the run's configuration, its privacy
-/// configuration (with the mechanism), plan and keys, and the device its state goes to.
+/// What canaries are placed for: the run's privacy configuration (with the mechanism), its plan
+/// and the device.
 #[derive(Clone, Copy)]
 struct RunOf<'a> {
-    config: &'a TrainConfig,
     privacy: &'a PrivacyConfig,
     plan: &'a Plan,
-    keys: &'a RunKeys,
     device: &'a Device,
 }
 
-/// Restores a run from `ckpt`: the run folder's own checks (the step counts of its header, the
-/// training seconds against the clock), then everything the privacy claim depends on, checked
-/// by the library against the run (`dp_checkpoint::restore`). A checkpoint failing any check is
-/// refused in one line.
-fn resume(ckpt: Checkpoint, run: &RunOf<'_>, fresh: (ZooModel, ModuleOptimizer), path: &Path) -> Result<Restored> {
-    let RunOf { privacy, plan, keys, device, .. } = *run;
-    let refuse = |reason: String| EngineError::Checkpoint { path: path.to_path_buf(), reason };
-    let h = ckpt.header;
+/// The run folder's own checks of a checkpoint before the library resumes it: the training
+/// seconds against the clock (everything the privacy claim depends on is checked by
+/// `PrivacyEngine::resume`).
+fn check_clock(h: &Header, path: &Path) -> Result<()> {
     let now = unix_now();
     let elapsed = now.saturating_sub(h.started) + CLOCK_SLACK;
     if !(h.seconds.is_finite() && h.seconds >= 0.0 && h.seconds <= elapsed as f64) || h.started > now + CLOCK_SLACK {
-        return Err(refuse(format!(
-            "{} training seconds for a run started at Unix time {}, {} s ago",
-            h.seconds,
-            h.started,
-            now.saturating_sub(h.started)
-        )));
+        return Err(EngineError::Checkpoint {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{} training seconds for a run started at Unix time {}, {} s ago",
+                h.seconds,
+                h.started,
+                now.saturating_sub(h.started)
+            ),
+        });
     }
-    let restored = dp_checkpoint::restore(ckpt.state, fresh, privacy, plan, keys.streams(), device)
-        .map_err(|e| refuse(e.to_string()))?;
-    let dp_checkpoint::Restored { model, optimizer, state, step } = restored;
-    Ok(Restored { model, optimizer, state, step, seconds: h.seconds, started: h.started })
+    Ok(())
 }
 
 /// Canaries for a one-run audit of `run` on `model` (of `table`), placed on the noise of a step
@@ -303,7 +287,7 @@ fn place_canaries(
     batching: Batching,
     table: &ParamTable,
 ) -> Result<WhiteBoxCanaries> {
-    let RunOf { privacy, plan, device, .. } = *run;
+    let RunOf { privacy, plan, device } = *run;
     let Some(z) = plan.z else {
         return Err(EngineError::invalid(
             "audit",
@@ -425,34 +409,41 @@ pub fn train(
     let fresh_optimizer = optimizer(config.optimizer(&privacy), config.momentum, config.weight_decay);
     let source = CrossEntropyLots { data: &train_data };
     let fresh_table = ParamTable::of(&model)?;
-    let run = RunOf { config: &config, privacy: &privacy, plan: &plan, keys: &keys, device: dev };
+    let run = RunOf { privacy: &privacy, plan: &plan, device: dev };
     // Canaries (a fresh run only) are placed before anything is written.
     let canaries = match session.audit {
         Some(request) => Some(place_canaries(request, &run, &model, &source, batching, &fresh_table)?),
         None => None,
     };
-    let (config_digest, restored) = match checkpoint {
+    // The library sets the DP run up, with the run folder's keys and the audit's canaries.
+    let engine =
+        PrivacyEngine::new(privacy.clone()).with_batch_size(config.batch_size).with_keys(keys.streams().clone());
+    let engine = match canaries {
+        Some(c) => engine.with_hook(Box::new(c)),
+        None => engine,
+    };
+    let (config_digest, started, seconds, model, mut dp) = match checkpoint {
         Some(ckpt) => {
-            let digest = ckpt.header.config_digest.clone();
-            let fresh = (model, fresh_optimizer);
-            (digest, resume(ckpt, &run, fresh, &ckpt_path)?)
+            check_clock(&ckpt.header, &ckpt_path)?;
+            let refuse = |e: EngineError| EngineError::Checkpoint { path: ckpt_path.clone(), reason: e.to_string() };
+            let (model, dp) = engine.resume((model, fresh_optimizer), &source, dev, ckpt.state).map_err(refuse)?;
+            (ckpt.header.config_digest, ckpt.header.started, ckpt.header.seconds, model, dp)
         }
         None => {
-            dry_run(&model, &source, batching, &fresh_table, dev)?;
+            let dp = engine.make_private(&model, fresh_optimizer, &source, dev)?;
             lock = Some(RunLock::acquire(&run_dir)?);
-            start_fresh(&run, model, fresh_optimizer, session.overwrite)?
+            let digest = run_folder::start(&config.out_dir, &config, plan.z, session.overwrite, &keys)?;
+            (digest, unix_now(), 0.0, model.train(), dp)
         }
     };
     let _held = lock;
-    let Restored { model, optimizer, state, step, seconds, started } = restored;
+    let step = dp.steps_taken();
     let metrics_path = run_dir.join(METRICS_FILE);
     if session.resume {
         run_folder::keep_metrics_until(&metrics_path, step)?;
     }
     // After a resume the parameters carry the checkpoint's ids: the table is taken from them.
     let table = ParamTable::of(&model)?;
-    let start = StartFrom { keys: keys.streams().clone(), state, steps_taken: step, canaries };
-    let mut dp = DpOptimizer::assemble(privacy.clone(), plan, &table, optimizer, start, config.batch_size, device)?;
     observe(&Event::started(&dp, device, &table, train_data.len(), step));
     let steps = StepLoop {
         config: &config,
@@ -472,22 +463,6 @@ pub fn train(
         RunKeys::remove(&run_dir)?;
     }
     Ok(report)
-}
-
-/// Starts a fresh run of `run` in its folder (written now: configuration, keys): the model in
-/// training state, the optimiser given, a new sampler and noise stream, the folder's digest.
-fn start_fresh(
-    run: &RunOf<'_>,
-    model: ZooModel,
-    optimizer: ModuleOptimizer,
-    overwrite: bool,
-) -> Result<(String, Restored)> {
-    let RunOf { config, privacy, plan, keys, .. } = *run;
-    let digest = run_folder::start(&config.out_dir, config, plan.z, overwrite, keys)?;
-    let streams = keys.streams();
-    let state = StepState::fresh(fresh_sampler(privacy, plan, streams.sampler_stream())?, streams.noise_stream());
-    let started = unix_now();
-    Ok((digest, Restored { model: model.train(), optimizer, state, step: 0, seconds: 0.0, started }))
 }
 
 /// A run folder opened for this invocation: its lock (a resumed run takes it at once), its
@@ -624,7 +599,10 @@ fn finish(
         run_dir: config.out_dir.clone(),
         completed: ended.step == planned_steps,
         interrupted: ended.interrupted && ended.step < planned_steps,
-        audit: session.audit.zip(dp.canaries()).map(|(request, c)| c.audit(spent.delta, request.confidence)),
+        audit: session
+            .audit
+            .zip(dp.hook().and_then(|h| h.as_any().downcast_ref::<WhiteBoxCanaries>()))
+            .map(|(request, c)| c.audit(spent.delta, request.confidence)),
     };
     run_folder::write_report(&config.out_dir, &report)?;
     Ok(report)

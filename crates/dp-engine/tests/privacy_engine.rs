@@ -264,7 +264,12 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     drop((dp, m));
     let resume = |privacy: PrivacyConfig, keys: &StreamKeys| {
         let ckpt = DpCheckpoint::from_bytes(&bytes).expect("read back");
-        PrivacyEngine::new(privacy).resume((regressor(&device), adam()), &data, &device.device, ckpt, keys)
+        PrivacyEngine::new(privacy).with_keys(keys.clone()).resume(
+            (regressor(&device), adam()),
+            &data,
+            &device.device,
+            ckpt,
+        )
     };
     let (m, dp) = resume(privacy(), &keys).expect("resumed");
     assert_eq!(dp.steps_taken(), 8);

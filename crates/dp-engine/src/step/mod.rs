@@ -6,11 +6,12 @@
 //! without DP. Both implement [`LotStep`], which is all the trainer and the benchmark see.
 
 pub mod batching;
+pub mod dataset_lots;
+pub mod hook;
 pub mod lot;
 pub mod plain;
 pub mod private;
 
-use crate::canaries::WhiteBoxCanaries;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::batch::ClipSpec;
 use crate::grad_sample::params::ParamTable;
@@ -22,6 +23,7 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Tensor};
 use dp_accounting::PrivacyLedger;
 use dp_data::{ChaChaState, LotSampler};
+use hook::StepHook;
 use lot::{LotMetrics, LotSource};
 
 /// What a step carries between steps besides the model and optimiser, as a checkpoint keeps it.
@@ -65,21 +67,21 @@ pub trait LotStep<M> {
     /// The privacy ledger so far (empty for the baseline).
     fn ledger(&self) -> &PrivacyLedger;
 
-    /// An auditor's canaries, when the run is audited.
-    fn canaries(&self) -> Option<&WhiteBoxCanaries> {
+    /// The step's hook (an audited run's canaries), if any.
+    fn hook(&self) -> Option<&dyn StepHook> {
         None
     }
 }
 
 /// The step of a run of `config`'s mechanism at noise multiplier `z` (None: the baseline's plain
-/// step), continuing from `state`, with an auditor's `canaries` when the run is audited.
+/// step), continuing from `state`, with a `hook` into its private steps (an audit's canaries).
 pub fn for_run<M: Module>(
     config: &PrivacyConfig,
     z: Option<f64>,
     table: &ParamTable,
     batching: Batching,
     state: StepState,
-    canaries: Option<WhiteBoxCanaries>,
+    hook: Option<Box<dyn StepHook>>,
 ) -> Result<Box<dyn LotStep<M>>> {
     let StepState { sampler, noise, ledger, allocation: kept } = state;
     let Some(z) = z else {
@@ -99,7 +101,7 @@ pub fn for_run<M: Module>(
         sampler,
         noise: GaussianNoise::from_state(noise),
         ledger,
-        canaries,
+        hook,
         mechanism,
     }))
 }

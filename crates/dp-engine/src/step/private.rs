@@ -1,15 +1,16 @@
 //! The DP step, in the order it happens: sample a lot; forward it with the tape and clip each
-//! example's gradient (`lot::lot_sum`); add the step's noise and divide by the expected lot size
-//! qN, recording the ledger entry (noise multiplier, rate, and how the lot was sampled) in the
-//! same function, so no noise is released unrecorded; score an auditor's canaries; feed the
-//! noise allocation; post-process (smoothing); step the optimiser. The expected lot size, never
+//! example's gradient (`lot::lot_sum`); let the hook add its records (an audit's canaries); add
+//! the step's noise and divide by the expected lot size qN, recording the ledger entry (noise
+//! multiplier, rate, and how the lot was sampled) in the same function, so no noise is released
+//! unrecorded; show the hook the release; feed the noise allocation; post-process (smoothing);
+//! step the optimiser. The expected lot size, never
 //! the realised one, divides: the realised size depends on the data.
 
 use super::batching::Batching;
+use super::hook::StepHook;
 use super::lot::{LotMetrics, LotSource, lot_sum, mean_gradient};
 use super::{LotStep, StepState};
 use crate::allocation::{NoiseAllocation, StepNoise};
-use crate::canaries::WhiteBoxCanaries;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::ParamGrad;
 use crate::grad_sample::batch::{ClipSpec, gradients_params};
@@ -41,8 +42,8 @@ pub struct PrivateStep {
     pub noise: GaussianNoise,
     /// Every privatised step so far.
     pub ledger: PrivacyLedger,
-    /// An auditor's white-box canaries, when the run is audited.
-    pub canaries: Option<WhiteBoxCanaries>,
+    /// A hook into the step (an audited run's canaries).
+    pub hook: Option<Box<dyn StepHook>>,
 }
 
 /// How a sampler draws lots, as the ledger records it, and its rate q.
@@ -57,13 +58,13 @@ fn sampling_of(sampler: &LotSampler) -> (LotSampling, f64) {
 
 impl PrivateStep {
     /// The noise of the next step; an allocation that asks for the full-data gradient gets it
-    /// from `model`, with an audited run's canaries counted as records.
+    /// from `model`, with the hook's records counted.
     pub fn next_noise<M>(&mut self, model: &M, source: &dyn LotSource<M>, device: &Device) -> Result<StepNoise> {
-        let Self { table, batching, canaries, allocation, ledger, .. } = self;
+        let Self { table, batching, hook, allocation, ledger, .. } = self;
         allocation.step_noise(ledger.total_steps(), table, &mut || {
             let w = mean_gradient(model, source, *batching, table, device)?;
-            Ok(match canaries.as_ref() {
-                Some(c) => c.add_to_mean(w, source.len().max(1)),
+            Ok(match hook.as_ref() {
+                Some(h) => h.add_to_mean(w, source.len().max(1)),
                 None => w,
             })
         })
@@ -109,13 +110,13 @@ impl<M: Module> LotStep<M> for PrivateStep {
         let noise = self.next_noise(&inference, source, device)?;
         let (mut sums, metrics) =
             lot_sum(&inference, source, &lot, self.batching, &self.table, Some(self.clip), device)?;
-        if let Some(c) = self.canaries.as_mut() {
-            c.inject(&mut sums)?;
+        if let Some(h) = self.hook.as_mut() {
+            h.add_records(&mut sums)?;
         }
         let released = self.release(sums, &noise)?;
         let scale = self.scale();
-        if let Some(c) = self.canaries.as_mut() {
-            c.observe(&released, &noise.scales, scale)?;
+        if let Some(h) = self.hook.as_mut() {
+            h.released(&released, &noise.scales, scale)?;
         }
         self.allocation.observe(&released);
         let grads = self.mechanism.post_process(released, &self.table)?;
@@ -137,7 +138,7 @@ impl<M: Module> LotStep<M> for PrivateStep {
         &self.ledger
     }
 
-    fn canaries(&self) -> Option<&WhiteBoxCanaries> {
-        self.canaries.as_ref()
+    fn hook(&self) -> Option<&dyn StepHook> {
+        self.hook.as_deref()
     }
 }
