@@ -6,6 +6,7 @@
 //! Run: cargo run --release --example residual_fashion
 //! (Fashion-MNIST from Debian's dataset-fashion-mnist package, or set FASHION_MNIST_DIR.)
 
+use anyhow::Context;
 use burn::module::Module;
 use burn::optim::SgdConfig;
 use burn::optim::momentum::MomentumConfig;
@@ -18,7 +19,6 @@ use dp_engine::mechanism::gaussian::Gaussian;
 use dp_engine::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
-use dp_engine::trainer::load_dataset;
 use std::time::Instant;
 
 /// conv -> GroupNorm -> ReLU -> conv -> GroupNorm, added to its input, then ReLU.
@@ -86,8 +86,9 @@ impl ImageClassifier for ResNet {
 
 fn main() -> anyhow::Result<()> {
     let device = DeviceChoice::Auto.open()?;
-    let train = load_dataset(DatasetName::FashionMnist, None, Split::Train)?;
-    let test = load_dataset(DatasetName::FashionMnist, None, Split::Test)?;
+    let fashion = DatasetName::FashionMnist;
+    let dir = fashion.default_dir().context("Fashion-MNIST has a standard location")?;
+    let (train, test) = (fashion.load(&dir, Split::Train)?, fashion.load(&dir, Split::Test)?);
     let source = CrossEntropyLots { data: &train };
     let mut model = ResNet::new(&device.device);
 

@@ -6,11 +6,12 @@ use super::progress::Progress;
 use anyhow::Result;
 use clap::Args;
 use dp_data::DatasetName;
+use dp_engine::DeviceChoice;
 use dp_engine::activation::Activation;
-use dp_engine::bench::{BENCHED, BenchConfig, BenchResult, bench};
 use dp_engine::mechanism::MechanismName;
-use dp_engine::zoo::{ModelSpec, Normalization};
-use dp_engine::{DeviceChoice, ModelName};
+use dptrain::bench::{BENCHED, BenchConfig, BenchResult, bench};
+use dptrain::zoo::ModelName;
+use dptrain::zoo::{ModelSpec, Normalization};
 use serde_json::json;
 
 /// Milliseconds per lot of the unperturbed baseline (`none`), `gaussian` (DP-SGD), `optimized`

@@ -7,18 +7,19 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_accounting::LotSampling;
 use dp_data::DatasetName;
+use dp_engine::DeviceChoice;
 use dp_engine::activation::Activation;
 use dp_engine::canaries::AuditRequest;
-use dp_engine::checkpoint::checkpoint_path;
 use dp_engine::clipping::Clipping;
 use dp_engine::mechanism::MechanismName;
 use dp_engine::optimizer::OptimizerName;
 use dp_engine::privacy::{AccountantName, PrivacySpent};
 use dp_engine::smoothing::SmoothingScope;
-use dp_engine::train_config::TrainConfig;
-use dp_engine::trainer::{Event, Session, TrainReport, train};
-use dp_engine::zoo::Normalization;
-use dp_engine::{DeviceChoice, ModelName};
+use dptrain::checkpoint::checkpoint_path;
+use dptrain::train_config::TrainConfig;
+use dptrain::trainer::{Event, Session, TrainReport, train};
+use dptrain::zoo::ModelName;
+use dptrain::zoo::Normalization;
 use std::path::{Path, PathBuf};
 
 /// Train a model with differential privacy (DP-SGD / DP-Adam) and report its accuracy and the

@@ -5,8 +5,8 @@
 //! (derived from the seed of a seeded run). Resuming ([`restore`]) checks everything the privacy
 //! claim depends on against the run's configuration and keys before a step is taken: the step
 //! counts, every ledger entry's noise multiplier, rate and sampling, the sampler replayed from
-//! its key, the noise stream's position, and the allocation's state. The CLI's run folder seals
-//! the same checkpoint with a MAC (`crate::checkpoint`).
+//! its key, the noise stream's position, and the allocation's state. The `dptrain` app's run
+//! folder seals the same checkpoint with a MAC.
 //!
 //! Layout of [`DpCheckpoint::to_bytes`]: `DPSTATE1` | header length (u64 LE) | header JSON |
 //! model | optimiser | allocation (f32 LE).
@@ -17,8 +17,8 @@ use crate::noise::{GaussianNoise, NOISE_STREAM};
 use crate::plan::{Plan, sampling};
 use crate::privacy_config::PrivacyConfig;
 use crate::step::StepState;
-use crate::tensor_io::vector;
-use burn::module::Module;
+use crate::tensor_io::{to_host, vector};
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::ModuleOptimizer;
 use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device, Tensor};
@@ -26,6 +26,7 @@ use dp_accounting::PrivacyLedger;
 use dp_data::sampler::SAMPLER_STREAM;
 use dp_data::{ChaChaPosition, ChaChaState, LotSampler, SamplerPosition, SecretKey};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// The first bytes of [`DpCheckpoint::to_bytes`].
 const MAGIC: &[u8; 8] = b"DPSTATE1";
@@ -131,8 +132,7 @@ impl DpCheckpoint {
         let record = |e: burn::store::RecordError| EngineError::invalid("checkpoint", format!("{e:?}"));
         let model_bytes = model.clone().into_record().into_bytes().map_err(record)?.to_vec();
         let optimizer_bytes = optimizer.into_bytes().map_err(record)?.to_vec();
-        let allocation: Option<Vec<Vec<f32>>> =
-            state.allocation.map(|r| r.iter().map(crate::tensor_io::to_host).collect());
+        let allocation: Option<Vec<Vec<f32>>> = state.allocation.map(|r| r.iter().map(to_host).collect());
         let header = DpStateHeader {
             planned_steps,
             step,
@@ -203,6 +203,21 @@ impl DpCheckpoint {
             .map_err(|e| refuse(format!("corrupt header: {e}")))?;
         Self::read_sections(header, rest).map_err(refuse)
     }
+}
+
+/// Hex SHA-256 of the values of every parameter of `model`, in its visiting order.
+pub fn values_digest<M: Module>(model: &M) -> String {
+    struct Hash(Sha256);
+    impl ModuleVisitor for Hash {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            for x in to_host(&param.val()) {
+                self.0.update(x.to_le_bytes());
+            }
+        }
+    }
+    let mut hash = Hash(Sha256::new());
+    model.visit(&mut hash);
+    hex::encode(hash.0.finalize())
 }
 
 /// A run's state restored from a checkpoint: the model and optimiser, the step's state and the

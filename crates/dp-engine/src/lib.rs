@@ -1,6 +1,8 @@
-//! The DP training engine on Burn: DP layers as Burn modules whose per-example gradients come
-//! from one backward pass (`nn`, `grad_sample`), the privacy mechanisms (`mechanism`), one DP
-//! step that owns the ledger (`step`), and the trainer and benchmark of the `dptrain` CLI.
+//! The DP training library on Burn: DP layers as Burn modules whose per-example gradients come
+//! from one backward pass (`nn`, `grad_sample`), what determines privacy (`privacy_config`) and
+//! the mechanisms (`mechanism`), one DP step that owns the ledger (`step`), and what a Burn user
+//! adopts: `privacy_engine::PrivacyEngine`, `dp_optimizer::DpOptimizer` and `dp_checkpoint`. The
+//! `dptrain` app (its trainer, model zoo, run folders and benchmark) is built on this API alone.
 //!
 //! Per-example gradient norms of a batch of an ordinary Burn module built from DP layers:
 //!
@@ -27,9 +29,7 @@
 pub mod activation;
 pub mod allocation;
 pub mod backend;
-pub mod bench;
 pub mod canaries;
-pub mod checkpoint;
 pub mod classifier;
 pub mod clipping;
 pub mod dp_checkpoint;
@@ -49,15 +49,10 @@ pub mod pool;
 pub mod privacy;
 pub mod privacy_config;
 pub mod privacy_engine;
-pub mod run_folder;
 pub mod smoothing;
 pub mod step;
 pub mod tanh;
 pub mod tensor_io;
-pub mod train_config;
-pub mod trainer;
-pub mod zoo;
 
 pub use backend::{DeviceChoice, SelectedDevice};
 pub use error::{EngineError, Result};
-pub use zoo::ModelName;

@@ -2,7 +2,7 @@
 //! examples alone: the steps, the noise multiplier (given, or calibrated to the target epsilon),
 //! the privacy of the whole planned run (refused when over budget), its caveats, and the lot
 //! sampler it starts with. The library's [`crate::privacy_engine::PrivacyEngine`] and the CLI's
-//! trainer both set a run up from these pieces.
+//! trainer (through it) set a run up from these pieces.
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};

@@ -19,7 +19,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use dp_accounting::Guarantee;
 use dp_engine::allocation::{NoiseAllocation, Uniform};
 use dp_engine::backend;
-use dp_engine::checkpoint::values_digest;
+use dp_engine::dp_checkpoint::values_digest;
 use dp_engine::dp_checkpoint::{DpCheckpoint, StreamKeys};
 use dp_engine::dp_optimizer::DpOptimizer;
 use dp_engine::grad_sample::params::ParamTable;

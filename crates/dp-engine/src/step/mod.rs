@@ -3,7 +3,7 @@
 //! in one place, post-process, and hand the result to a burn-optim optimiser. The unperturbed
 //! baseline takes [`plain::PlainStep`]: ordinary Burn training of the same module (autodiff
 //! parameter gradients, no tape, no clipping), so that time ratios are against what a user runs
-//! without DP. Both implement [`LotStep`], which is all the trainer and the benchmark see.
+//! without DP. Both implement [`LotStep`], which is all `DpOptimizer` and the `dptrain` benchmark see.
 
 pub mod batching;
 pub mod dataset_lots;

@@ -2,12 +2,12 @@
 //! optionally max pooling), then dense layers (the activation between them). An ordinary
 //! `#[derive(Module)]` struct of DP layers, trained exactly as a user's own model is.
 
-use crate::activation::Activation;
-use crate::classifier::ImageClassifier;
-use crate::nn::{DpConv2d, DpLinear};
-use crate::pool::MaxPool;
 use burn::module::Module;
 use burn::tensor::Tensor;
+use dp_engine::activation::Activation;
+use dp_engine::classifier::ImageClassifier;
+use dp_engine::nn::{DpConv2d, DpLinear};
+use dp_engine::pool::MaxPool;
 
 /// Convolutions, then dense layers.
 #[derive(Module, Debug)]

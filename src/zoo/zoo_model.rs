@@ -2,9 +2,9 @@
 //! benchmark and the checkpoints handle every architecture the same way.
 
 use super::{ConvNet, WideResNet};
-use crate::classifier::ImageClassifier;
 use burn::module::Module;
 use burn::tensor::Tensor;
+use dp_engine::classifier::ImageClassifier;
 
 /// One of the zoo's architectures. A run holds one model, so the variants' size difference costs
 /// nothing, and Burn has no `Module` for `Box` to even it out.

@@ -8,6 +8,7 @@
 //!   stream, and the ledger holds exactly that release;
 //! - the baseline's plain Burn step: theta - lr * mean gradient.
 
+#[path = "../crates/dp-engine/tests/oracle/mod.rs"]
 mod oracle;
 
 use burn::module::Module;
@@ -31,8 +32,8 @@ use dp_engine::step::batching::Batching;
 use dp_engine::step::lot::{LotSource, lot_sum};
 use dp_engine::step::{self, LotStep, StepState};
 use dp_engine::tensor_io::vector;
-use dp_engine::zoo::{ModelName, ModelSpec, Normalization, ZooModel, build};
 use dp_kernels::NoiseScale;
+use dptrain::zoo::{ModelName, ModelSpec, Normalization, ZooModel, build};
 use oracle::{assert_close, host, naive_gradients, param_value, sq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;

@@ -4,7 +4,7 @@
 //! files.
 
 use super::files::{OWNER_ONLY, folder_error, open, regular};
-use crate::error::Result;
+use dp_engine::error::Result;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;

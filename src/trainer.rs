@@ -1,31 +1,15 @@
 //! `dptrain train`: a zoo model on an image dataset, trained by the DP step (or, for the
 //! baseline, by plain Burn training) with a burn-optim optimiser, the privacy ledger recorded by
 //! the step itself, evaluation, metrics, checkpoints and resume. The run is set up in named
-//! pieces: [`crate::plan`] (steps, noise multiplier, budget check), the run folder, a fresh start
+//! pieces: [`dp_engine::plan`] (steps, noise multiplier, budget check), the run folder, a fresh start
 //! (with the library's dry run) or [`resume`] (every privacy-relevant field of the checkpoint
 //! checked against the run), canary placement; then the loop steps the library's
 //! [`DpOptimizer`], as a library user would.
 
-use crate::backend::SelectedDevice;
-use crate::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
-use crate::checkpoint::{Checkpoint, Header, checkpoint_path, values_digest};
-use crate::classifier::{CrossEntropyLots, evaluate};
-use crate::dp_checkpoint::DpCheckpoint;
-use crate::dp_optimizer::DpOptimizer;
-use crate::error::{EngineError, Result};
-use crate::grad_sample::params::ParamTable;
-use crate::mechanism::MechanismName;
-use crate::optimizer::optimizer;
-use crate::plan::{Plan, plan};
-use crate::privacy::PrivacySpent;
-use crate::privacy_config::PrivacyConfig;
-use crate::privacy_engine::PrivacyEngine;
+use crate::checkpoint::{Checkpoint, Header, checkpoint_path};
 use crate::run_folder::keys::RunKeys;
 use crate::run_folder::lock::RunLock;
 use crate::run_folder::{self, METRICS_FILE, sha256_hex};
-use crate::step::StepState;
-use crate::step::batching::Batching;
-use crate::step::lot::mean_gradient;
 use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
@@ -33,6 +17,23 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use dp_accounting::Guarantee;
 use dp_data::{ChaChaState, DatasetName, ImageDataset, Split};
+use dp_engine::backend::SelectedDevice;
+use dp_engine::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
+use dp_engine::classifier::{CrossEntropyLots, evaluate};
+use dp_engine::dp_checkpoint::DpCheckpoint;
+use dp_engine::dp_checkpoint::values_digest;
+use dp_engine::dp_optimizer::DpOptimizer;
+use dp_engine::error::{EngineError, Result};
+use dp_engine::grad_sample::params::ParamTable;
+use dp_engine::mechanism::MechanismName;
+use dp_engine::optimizer::optimizer;
+use dp_engine::plan::{Plan, plan};
+use dp_engine::privacy::PrivacySpent;
+use dp_engine::privacy_config::PrivacyConfig;
+use dp_engine::privacy_engine::PrivacyEngine;
+use dp_engine::step::StepState;
+use dp_engine::step::batching::Batching;
+use dp_engine::step::lot::mean_gradient;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,22 +5,22 @@
 //! run after warm-up so all see the same machine state. On a CubeCL device (wgpu) it also counts
 //! the device kernels each mechanism's step launches.
 
-use crate::backend::SelectedDevice;
-use crate::classifier::CrossEntropyLots;
-use crate::error::{EngineError, Result};
-use crate::grad_sample::params::ParamTable;
-use crate::mechanism;
-use crate::mechanism::MechanismName;
-use crate::noise::NOISE_STREAM;
-use crate::optimizer::{OptimizerName, optimizer};
-use crate::privacy_config::PrivacyConfig;
-use crate::step::batching::Batching;
-use crate::step::{self, LotStep, StepState};
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn_cubecl::cubecl::logging::{LaunchObservation, LaunchObserver};
 use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
+use dp_engine::backend::SelectedDevice;
+use dp_engine::classifier::CrossEntropyLots;
+use dp_engine::error::{EngineError, Result};
+use dp_engine::grad_sample::params::ParamTable;
+use dp_engine::mechanism;
+use dp_engine::mechanism::MechanismName;
+use dp_engine::noise::NOISE_STREAM;
+use dp_engine::optimizer::{OptimizerName, optimizer};
+use dp_engine::privacy_config::PrivacyConfig;
+use dp_engine::step::batching::Batching;
+use dp_engine::step::{self, LotStep, StepState};
 use rand::Rng;
 use serde::Serialize;
 use std::sync::Arc;

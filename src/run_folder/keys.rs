@@ -8,9 +8,9 @@
 //! noise cannot be regenerated.
 
 use super::files::{OWNER_ONLY, folder_error, read_regular, remove_if_present, write_atomic};
-use crate::dp_checkpoint::StreamKeys;
-use crate::error::Result;
 use dp_data::SecretKey;
+use dp_engine::dp_checkpoint::StreamKeys;
+use dp_engine::error::Result;
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! exclusively and never followed (a link planted at `checkpoint.tmp` is removed, not written
 //! through), synced, renamed over the old file, and the folder synced.
 
-use crate::error::{EngineError, Result};
+use dp_engine::error::{EngineError, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;

@@ -26,12 +26,12 @@ pub use footprint::Footprint;
 pub use wide_resnet::{WideBlock, WideResNet};
 pub use zoo_model::ZooModel;
 
-use crate::activation::Activation;
-use crate::error::{EngineError, Result};
-use crate::init::seeded;
-use crate::nn::{DpConv2dConfig, DpLinearConfig};
-use crate::pool::MaxPool;
 use burn::tensor::Device;
+use dp_engine::activation::Activation;
+use dp_engine::error::{EngineError, Result};
+use dp_engine::init::seeded;
+use dp_engine::nn::{DpConv2dConfig, DpLinearConfig};
+use dp_engine::pool::MaxPool;
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;

@@ -7,11 +7,11 @@
 //! and a dense head. A 1x1 standardised convolution carries the shortcut where the shape changes.
 
 use super::Footprint;
-use crate::activation::Activation;
-use crate::classifier::ImageClassifier;
-use crate::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
+use dp_engine::activation::Activation;
+use dp_engine::classifier::ImageClassifier;
+use dp_engine::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
 
 /// GroupNorm's groups (De et al.).
 const GROUPS: usize = 16;

@@ -10,17 +10,14 @@
 //! Layout: `DPTCKPT4` | header length (u64 LE) | header JSON (the state's header under `state`) |
 //! model | optimiser | allocation | MAC.
 
-use crate::dp_checkpoint::{DpCheckpoint, DpStateHeader, MAX_HEADER, take};
-use crate::error::{EngineError, Result};
 use crate::run_folder::files::{PUBLIC, read_regular, write_atomic};
 use crate::run_folder::sha256_hex;
-use crate::tensor_io::to_host;
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::Tensor;
 use dp_data::SecretKey;
+use dp_engine::dp_checkpoint::{DpCheckpoint, DpStateHeader, MAX_HEADER, take};
+use dp_engine::error::{EngineError, Result};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use std::path::{Path, PathBuf};
 
 /// The first bytes of every checkpoint.
@@ -74,21 +71,6 @@ pub struct Checkpoint {
 /// The checkpoint file of a run folder.
 pub fn checkpoint_path(run_dir: &Path) -> PathBuf {
     run_dir.join("checkpoint.bin")
-}
-
-/// Hex SHA-256 of the values of every parameter of `model`, in its visiting order.
-pub fn values_digest<M: Module>(model: &M) -> String {
-    struct Hash(Sha256);
-    impl ModuleVisitor for Hash {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            for x in to_host(&param.val()) {
-                self.0.update(x.to_le_bytes());
-            }
-        }
-    }
-    let mut hash = Hash(Sha256::new());
-    model.visit(&mut hash);
-    hex::encode(hash.0.finalize())
 }
 
 fn err(path: &Path, reason: impl ToString) -> EngineError {

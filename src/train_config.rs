@@ -5,17 +5,17 @@
 //! mechanism's own options are keys of the same file, read by that mechanism alone. The
 //! resolved config is written to the run folder.
 
-use crate::activation::Activation;
-use crate::backend::DeviceChoice;
-use crate::clipping::Clipping;
-use crate::error::{EngineError, Result};
-use crate::mechanism::{self, MechanismName};
-use crate::optimizer::OptimizerName;
-use crate::privacy::AccountantName;
-use crate::privacy_config::{NoiseLevel, PrivacyConfig, positive};
 use crate::zoo::{ModelName, Normalization};
 use dp_accounting::LotSampling;
 use dp_data::DatasetName;
+use dp_engine::activation::Activation;
+use dp_engine::backend::DeviceChoice;
+use dp_engine::clipping::Clipping;
+use dp_engine::error::{EngineError, Result};
+use dp_engine::mechanism::{self, MechanismName};
+use dp_engine::optimizer::OptimizerName;
+use dp_engine::privacy::AccountantName;
+use dp_engine::privacy_config::{NoiseLevel, PrivacyConfig, positive};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 

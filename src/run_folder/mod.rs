@@ -16,8 +16,8 @@ pub mod files;
 pub mod keys;
 pub mod lock;
 
-use crate::error::{EngineError, Result};
 use crate::train_config::TrainConfig;
+use dp_engine::error::{EngineError, Result};
 use files::{PUBLIC, append_line, folder_error, occupied, read_regular, remove_if_present, write_atomic};
 use keys::{KEY_FILE, RunKeys};
 use serde::Serialize;
