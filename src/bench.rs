@@ -10,7 +10,7 @@ use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn_cubecl::cubecl::logging::{LaunchObservation, LaunchObserver};
 use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
-use dp_engine::backend::SelectedDevice;
+use dp_engine::backend::{DeviceError, SelectedDevice};
 use dp_engine::classifier::CrossEntropyLots;
 use dp_engine::error::{EngineError, Result};
 use dp_engine::grad_sample::params::ParamTable;
@@ -212,7 +212,7 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             let model = c.model.take().ok_or_else(|| EngineError::invalid("bench", "a step lost its model"))?;
             let (model, _) = c.step.step(model, &mut c.optimizer, 0.01, &source, dev)?;
             c.model = Some(model);
-            dev.sync().map_err(|e| EngineError::Device(format!("{e:?}")))?;
+            dev.sync().map_err(|e| EngineError::Device(DeviceError(format!("{e:?}"))))?;
             if round >= config.warmup {
                 times[i].push(start.elapsed().as_secs_f64() * 1e3);
             }

@@ -9,8 +9,15 @@
 //! - the sigma solver of the optimized additive noise mechanism (Xiang et al., Eq. 11) under L2
 //!   clipping, all its iterations in one cube, against the f64 reference;
 //! - im2col, the patches a DP convolution's per-example gradients are made of, in one pass.
+//!
+//! It also holds what both DP engines (dp-engine's DP step on Burn modules and dp-erm's DP-ERM)
+//! use, so that neither depends on the other: the device choice (`backend`), the clipping
+//! formula (`clipping`), the noise stream (`noise`) and host/device tensor helpers
+//! (`tensor_io`).
 
+pub mod backend;
 pub mod chacha;
+pub mod clipping;
 mod cube_im2col;
 mod cube_noise;
 mod cube_smoothing;
@@ -18,8 +25,10 @@ mod cube_solver;
 pub mod device_ops;
 pub mod gaussian;
 pub mod im2col;
+pub mod noise;
 pub mod sigma_solver;
 pub mod smoothing;
+pub mod tensor_io;
 pub mod wgpu_probe;
 
 pub use chacha::StreamPosition;

@@ -289,7 +289,8 @@ pub fn restore<M: Module>(
     let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
     let noise = match (mechanism.is_private(), h.noise) {
         (true, Some(position)) => {
-            Some(GaussianNoise::resumed(keys.noise_stream(), position, h.step, &sizes)?.state().clone())
+            let noise = GaussianNoise::resumed(keys.noise_stream(), position, h.step, &sizes).map_err(refuse)?;
+            Some(noise.state().clone())
         }
         (false, None) => None,
         _ => return Err(refuse("its noise stream does not fit the mechanism".into())),

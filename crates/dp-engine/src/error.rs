@@ -33,8 +33,8 @@ pub enum EngineError {
         layer: &'static str,
     },
     /// The requested device cannot be used.
-    #[error("device: {0}")]
-    Device(String),
+    #[error(transparent)]
+    Device(#[from] dp_kernels::backend::DeviceError),
     /// The data could not be loaded (the message names the file).
     #[error("{0}")]
     Data(String),

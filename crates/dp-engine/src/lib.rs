@@ -28,10 +28,8 @@
 
 pub mod activation;
 pub mod allocation;
-pub mod backend;
 pub mod canaries;
 pub mod classifier;
-pub mod clipping;
 pub mod dp_checkpoint;
 pub mod dp_optimizer;
 pub mod error;
@@ -41,7 +39,6 @@ pub mod init;
 pub mod loss;
 pub mod mechanism;
 pub mod nn;
-pub mod noise;
 pub mod normalize;
 pub mod optimizer;
 pub mod plan;
@@ -52,7 +49,9 @@ pub mod privacy_engine;
 pub mod smoothing;
 pub mod step;
 pub mod tanh;
-pub mod tensor_io;
+
+// The device, clipping, noise and tensor helpers live in dp-kernels, which DP-ERM shares.
+pub use dp_kernels::{backend, clipping, noise, tensor_io};
 
 pub use backend::{DeviceChoice, SelectedDevice};
 pub use error::{EngineError, Result};

@@ -11,8 +11,8 @@ use crate::model_kind::ModelKind;
 use burn::tensor::activation::{sigmoid, softmax};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use dp_data::TabularData;
-use dp_engine::clipping::clip_factor;
-use dp_engine::tensor_io::{matrix, to_host};
+use dp_kernels::clipping::clip_factor;
+use dp_kernels::tensor_io::{matrix, to_host};
 
 /// How the loss turns logits into their gradient delta = dl/dz.
 #[derive(Debug, Clone, Copy)]

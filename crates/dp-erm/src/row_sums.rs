@@ -7,8 +7,8 @@ use crate::linalg::{axpy, norm};
 use crate::model::Model;
 use crate::model_kind::ModelKind;
 use dp_data::TabularData;
-use dp_engine::SelectedDevice;
-use dp_engine::clipping::clip_scale;
+use dp_kernels::backend::SelectedDevice;
+use dp_kernels::clipping::clip_scale;
 
 /// Sums of per-example loss gradients over one table's rows.
 pub trait RowSums {

@@ -13,7 +13,7 @@ use dp_erm::rng::NoiseRng;
 use dp_erm::row_sums::{HostRows, RowSums};
 
 fn devices() -> Vec<(&'static str, Device)> {
-    let mut devices = vec![("cpu", dp_engine::backend::cpu().device)];
+    let mut devices = vec![("cpu", dp_kernels::backend::cpu().device)];
     if let Some(wgpu) = dp_kernels::wgpu_probe::wgpu_for_tests() {
         devices.push(("wgpu", wgpu));
     }

@@ -89,7 +89,7 @@ impl PrivateStep {
         let released = sums
             .into_iter()
             .zip(&noise.scales)
-            .map(|(s, sigma)| self.noise.perturb(s, sigma, scale))
+            .map(|(s, sigma)| self.noise.perturb(s, sigma, scale).map_err(EngineError::Unsupported))
             .collect::<Result<Vec<_>>>()?;
         self.ledger.record_entry(entry);
         Ok(released)

@@ -2,7 +2,7 @@
 //! per-example loss gradient clipped to C (the regularizer's gradient is data-independent and
 //! added after the noise), N(0, z^2 C^2 I) per step, z calibrated by the RDP accountant. It is
 //! the engine's DP-SGD on a table: the engine's lot sampler, its clipping formula
-//! (`dp_engine::clipping`, through `RowSums`) and its noise stream (the fused noise kernel), each
+//! (`dp_kernels::clipping`, through `RowSums`) and its noise stream (the fused noise kernel), each
 //! keyed by a full-strength fork of the run's generator. An auditor may add white-box gradient
 //! canaries (Steinke, Nasr and Jagielski 2023, Section 7): their coordinates are released with
 //! the model's, in the same noisy vector.
@@ -16,9 +16,9 @@ use crate::rng::NoiseRng;
 use burn::tensor::Device;
 use dp_accounting::{Guarantee, PrivacyReport, RdpAccountant, calibrate_noise_multiplier};
 use dp_data::{LotSampler, Sampling};
-use dp_engine::noise::GaussianNoise;
-use dp_engine::tensor_io::{to_host, vector};
 use dp_kernels::NoiseScale;
+use dp_kernels::noise::GaussianNoise;
+use dp_kernels::tensor_io::{to_host, vector};
 
 /// The streams of a run's forks: lots and noise.
 const LOT_STREAM: u64 = 0;
@@ -79,7 +79,7 @@ pub fn run(
     let mut theta = problem.model.init(rng);
     let mut sampler = LotSampler::with_stream(Sampling::Poisson { rate: s.sample_rate }, n, rng.fork(LOT_STREAM))?;
     let mut noise = GaussianNoise::from_state(rng.fork(NOISE_STREAM));
-    let device = dp_engine::backend::cpu().device;
+    let device = dp_kernels::backend::cpu().device;
     for _ in 0..s.rounds {
         let lot = sampler.next_lot();
         let mut sum = rows.gradient_sum(&theta, Some(&lot), Some(clip));

@@ -4,10 +4,9 @@
 //! backend computes the same words on the host). Burn's own random tensors are not a CSPRNG and
 //! are never used for privacy noise.
 
-use crate::error::{EngineError, Result};
+use crate::{NoiseScale, StreamPosition, gaussian::blocks_for, noisy_scale};
 use burn::tensor::Tensor;
 use dp_data::{ChaChaPosition, ChaChaState};
-use dp_kernels::{NoiseScale, StreamPosition, gaussian::blocks_for, noisy_scale};
 
 /// The noise stream of a run (its position serialises into checkpoints).
 #[derive(Debug, Clone)]
@@ -32,14 +31,19 @@ impl GaussianNoise {
     /// The stream of `start` (the run's noise stream at its beginning) resumed at the checkpointed
     /// `position` after `releases` releases of tensors of `sizes` scalars, refused unless that is
     /// exactly where those releases leave it: a rewound position would replay noise already used.
-    pub fn resumed(start: ChaChaState, position: ChaChaPosition, releases: u64, sizes: &[usize]) -> Result<Self> {
+    pub fn resumed(
+        start: ChaChaState,
+        position: ChaChaPosition,
+        releases: u64,
+        sizes: &[usize],
+    ) -> Result<Self, String> {
         let per_release: u64 = sizes.iter().map(|&n| blocks_for(n)).sum();
         let expected = releases.checked_mul(per_release).and_then(|b| u128::from(b).checked_mul(16));
         if position.stream != start.stream() || Some(position.word_pos) != expected {
-            return Err(EngineError::Privacy(format!(
+            return Err(format!(
                 "the noise stream is at word {} of stream {}, not where {releases} steps leave it",
                 position.word_pos, position.stream
-            )));
+            ));
         }
         Ok(Self { state: ChaChaState::at(start.key().clone(), position) })
     }
@@ -51,11 +55,16 @@ impl GaussianNoise {
 
     /// `(grad + sigma * z) * scale` with fresh standard normals z, in one pass on grad's device;
     /// `sigma` is one standard deviation for all coordinates or one per coordinate.
-    pub fn perturb<const D: usize>(&mut self, grad: Tensor<D>, sigma: &NoiseScale, scale: f32) -> Result<Tensor<D>> {
+    pub fn perturb<const D: usize>(
+        &mut self,
+        grad: Tensor<D>,
+        sigma: &NoiseScale,
+        scale: f32,
+    ) -> Result<Tensor<D>, String> {
         let n = grad.shape().num_elements();
         let position =
             StreamPosition { key: self.state.key_words(), stream: self.state.stream(), block: self.state.next_block() };
-        let out = noisy_scale(grad, sigma, &position, scale).map_err(EngineError::Unsupported)?;
+        let out = noisy_scale(grad, sigma, &position, scale)?;
         self.state = self.state.at_block(position.block + blocks_for(n));
         Ok(out)
     }

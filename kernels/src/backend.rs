@@ -2,7 +2,6 @@
 //! backend kept as the oracle tests' reference (`ndarray`), or wgpu (a real GPU, or Mesa's
 //! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path).
 
-use crate::error::{EngineError, Result};
 use burn::backend::DispatchDevice;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
@@ -21,6 +20,11 @@ pub enum DeviceChoice {
     Wgpu,
 }
 
+/// A device that could not be opened (the message says why).
+#[derive(Debug, thiserror::Error)]
+#[error("device: {0}")]
+pub struct DeviceError(pub String);
+
 /// The device a run uses, with the name printed at start.
 #[derive(Debug, Clone)]
 pub struct SelectedDevice {
@@ -35,8 +39,8 @@ pub struct SelectedDevice {
 }
 
 /// Opens the default wgpu adapter and reports whether it is a physical GPU.
-fn open_wgpu() -> Result<SelectedDevice> {
-    let (device, identity) = dp_kernels::wgpu_probe::open_wgpu().map_err(EngineError::Device)?;
+fn open_wgpu() -> Result<SelectedDevice, DeviceError> {
+    let (device, identity) = crate::wgpu_probe::open_wgpu().map_err(DeviceError)?;
     Ok(wgpu(device, identity))
 }
 
@@ -77,7 +81,7 @@ pub fn ndarray() -> SelectedDevice {
 
 impl DeviceChoice {
     /// Opens the chosen device.
-    pub fn open(self) -> Result<SelectedDevice> {
+    pub fn open(self) -> Result<SelectedDevice, DeviceError> {
         match self {
             DeviceChoice::Cpu => Ok(cpu()),
             DeviceChoice::Ndarray => Ok(ndarray()),
@@ -116,7 +120,7 @@ mod tests {
             assert_eq!(SelectedDevice::of(&device).backend, backend);
             assert_eq!(SelectedDevice::of(&device.autodiff()).backend, backend);
         }
-        if let Some(device) = dp_kernels::wgpu_probe::wgpu_for_tests() {
+        if let Some(device) = crate::wgpu_probe::wgpu_for_tests() {
             let selected = SelectedDevice::of(&device.clone().autodiff());
             assert_eq!((selected.backend, selected.device.is_autodiff()), ("wgpu", false));
         }
