@@ -14,8 +14,9 @@ use dp_engine::clipping::Clipping;
 use dp_engine::error::{EngineError, Result};
 use dp_engine::mechanism::{self, MechanismName};
 use dp_engine::optimizer::OptimizerName;
-use dp_engine::privacy::AccountantName;
-use dp_engine::privacy_config::{NoiseLevel, PrivacyConfig, positive};
+use dp_engine::privacy_config::PrivacyConfig;
+use dp_engine::privacy_settings::AccountantName;
+use dp_engine::privacy_settings::{NoiseLevel, PrivacySettings, positive};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -128,16 +129,18 @@ impl TrainConfig {
             (None, None) => None,
         };
         Ok(PrivacyConfig {
-            noise,
-            delta: self.delta,
-            clip_norm: self.clip_norm,
-            clipping: self.clipping,
-            lot_size: self.lot_size,
-            epochs: self.epochs,
-            sampling: self.sampling,
-            accountant: self.accountant,
-            seed: self.seed,
-            ..PrivacyConfig::with_shared(mechanism::named(self.mechanism, &self.mechanism_options)?)
+            mechanism: mechanism::named(self.mechanism, &self.mechanism_options)?,
+            settings: PrivacySettings {
+                noise,
+                delta: self.delta,
+                clip_norm: self.clip_norm,
+                clipping: self.clipping,
+                lot_size: self.lot_size,
+                epochs: self.epochs,
+                sampling: self.sampling,
+                accountant: self.accountant,
+                seed: self.seed,
+            },
         })
     }
 
@@ -159,7 +162,7 @@ impl TrainConfig {
                 format!("{} is not a non-negative number", self.weight_decay),
             ));
         }
-        if privacy.mechanism.is_private() && privacy.noise.is_none() {
+        if privacy.mechanism.is_private() && privacy.settings.noise.is_none() {
             return Err(EngineError::invalid(
                 "privacy",
                 "this mechanism needs --noise-multiplier or --target-epsilon (or --mechanism none)",

@@ -298,11 +298,11 @@ fn place_canaries(
     let inference = model.valid();
     let noise = privacy
         .mechanism
-        .allocation(z, privacy, table)
+        .allocation(z, &privacy.settings, table)
         .step_noise(0, table, &mut || mean_gradient(&inference, source, batching, table, device))?;
     let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
-    let bound = plan.clipping.layer_bound(privacy.clip_norm, table.layers().len());
-    WhiteBoxCanaries::for_run(request.canaries, plan.sample_rate, privacy.seed, &noise.scales, &sizes, bound)
+    let bound = plan.clipping.layer_bound(privacy.settings.clip_norm, table.layers().len());
+    WhiteBoxCanaries::for_run(request.canaries, plan.sample_rate, privacy.settings.seed, &noise.scales, &sizes, bound)
 }
 
 /// Everything a checkpoint is written from besides the model and the step's state.

@@ -145,7 +145,7 @@ fn toml_config(rng: &mut ChaCha20Rng, tally: &mut Tally) {
             let config: TrainConfig = toml::from_str(text).map_err(|e| e.to_string())?;
             let privacy = config.privacy().map_err(|e| e.to_string())?;
             config.validate(&privacy).map_err(|e| e.to_string())?;
-            privacy.planned_steps(60_000).map_err(|e| e.to_string()).map(|_| ())
+            privacy.settings.planned_steps(60_000).map_err(|e| e.to_string()).map(|_| ())
         });
     }
 }

@@ -122,11 +122,9 @@ fn one_step(
     data: &ImageDataset,
     device: &Device,
 ) -> (ZooModel, Box<dyn LotStep<ZooModel>>) {
-    let config = PrivacyConfig {
-        clip_norm: clip,
-        seed: Some(1),
-        ..PrivacyConfig::with_shared(mechanism::named(name, &toml::Table::new()).unwrap())
-    };
+    let config = PrivacyConfig::with_shared(mechanism::named(name, &toml::Table::new()).unwrap())
+        .with_clip_norm(clip)
+        .with_seed(1);
     let z = config.mechanism.is_private().then_some(z);
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, N, Some(1)).unwrap();
     let state = StepState::fresh(sampler, ChaChaState::new(Some(1), NOISE_STREAM));

@@ -263,7 +263,7 @@ pub fn restore<M: Module>(
     let want_z = plan.z.map(|z| mechanism.ledger_multiplier(z));
     for e in h.ledger.entries() {
         let z_ok = want_z.is_none_or(|z| z.admits(e.noise_multiplier));
-        if !z_ok || e.sample_rate != plan.sample_rate || e.sampling != config.sampling {
+        if !z_ok || e.sample_rate != plan.sample_rate || e.sampling != config.settings.sampling {
             return Err(refuse(format!(
                 "a ledger entry (z {}, q {}, {:?}) is not this run's (z {:?}, q {}, {:?})",
                 e.noise_multiplier,
@@ -271,7 +271,7 @@ pub fn restore<M: Module>(
                 e.sampling,
                 want_z.map(|z| z.z),
                 plan.sample_rate,
-                config.sampling
+                config.settings.sampling
             )));
         }
     }
@@ -320,7 +320,7 @@ fn restored_allocation(
     step: u64,
     device: &Device,
 ) -> Result<Option<Vec<Tensor<1>>>> {
-    let mut allocation = plan.z.map(|z| config.mechanism.allocation(z, config, table));
+    let mut allocation = plan.z.map(|z| config.mechanism.allocation(z, &config.settings, table));
     let expected = allocation.as_ref().is_some_and(|a| a.is_stateful()) && step > 0;
     let parts = match kept {
         None if !expected => return Ok(None),

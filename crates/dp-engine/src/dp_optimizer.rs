@@ -129,12 +129,12 @@ impl<M: Module> DpOptimizer<M> {
 
     /// What the steps taken so far spent, from the ledger, with its label.
     pub fn privacy(&self) -> Result<PrivacySpent> {
-        self.config.mechanism.privacy(&self.config, self.step.ledger(), self.plan.planned_steps)
+        self.config.mechanism.privacy(&self.config.settings, self.step.ledger(), self.plan.planned_steps)
     }
 
     /// The mechanism's second readout (optimized-paper: the epsilon of its smallest sigma).
     pub fn second_readout(&self) -> Result<Option<PrivacySpent>> {
-        self.config.mechanism.second_readout(&self.config, self.step.ledger())
+        self.config.mechanism.second_readout(&self.config.settings, self.step.ledger())
     }
 
     /// The run's caveats (shuffled lots, a seeded run, the mechanism's own): print them.

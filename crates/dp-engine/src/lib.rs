@@ -46,6 +46,7 @@ pub mod pool;
 pub mod privacy;
 pub mod privacy_config;
 pub mod privacy_engine;
+pub mod privacy_settings;
 pub mod smoothing;
 pub mod step;
 pub mod tanh;

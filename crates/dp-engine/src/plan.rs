@@ -33,27 +33,30 @@ pub struct Plan {
 /// Steps, noise multiplier and planned privacy of a run on `n` examples; refused when the
 /// planned run would spend more than its target epsilon.
 pub fn plan(config: &PrivacyConfig, n: usize) -> Result<Plan> {
-    let mechanism = config.mechanism.as_ref();
-    if config.lot_size > n {
-        return Err(EngineError::invalid("lot size", format!("{} exceeds the {n} training examples", config.lot_size)));
+    let (mechanism, settings) = (config.mechanism.as_ref(), &config.settings);
+    if settings.lot_size > n {
+        return Err(EngineError::invalid(
+            "lot size",
+            format!("{} exceeds the {n} training examples", settings.lot_size),
+        ));
     }
-    let sample_rate = config.lot_size as f64 / n as f64;
-    let planned_steps = config.planned_steps(n)?;
-    let z = mechanism.noise_multiplier(config, sample_rate, planned_steps)?;
+    let sample_rate = settings.lot_size as f64 / n as f64;
+    let planned_steps = settings.planned_steps(n)?;
+    let z = mechanism.noise_multiplier(settings, sample_rate, planned_steps)?;
     let mut ledger = PrivacyLedger::new();
     if let Some(z) = z {
-        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, config.sampling)?;
+        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, settings.sampling)?;
         ledger.record_entry(entry);
     }
-    let privacy = mechanism.privacy(config, &ledger, planned_steps)?;
-    if let (Some(target), Some(eps)) = (config.target_epsilon(), privacy.epsilon)
+    let privacy = mechanism.privacy(settings, &ledger, planned_steps)?;
+    if let (Some(target), Some(eps)) = (settings.target_epsilon(), privacy.epsilon)
         && eps > target * (1.0 + 1e-9)
     {
         return Err(EngineError::Privacy(format!(
             "the planned run would spend epsilon {eps}, above the budget {target}"
         )));
     }
-    let second = mechanism.second_readout(config, &ledger)?;
+    let second = mechanism.second_readout(settings, &ledger)?;
     Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(), privacy, second })
 }
 
@@ -61,12 +64,12 @@ pub fn plan(config: &PrivacyConfig, n: usize) -> Result<Plan> {
 pub fn notes(config: &PrivacyConfig) -> Vec<String> {
     let mut notes = config.mechanism.notes();
     if config.mechanism.is_private() {
-        if config.sampling == LotSampling::Shuffled {
+        if config.settings.sampling == LotSampling::Shuffled {
             notes.push(
                 "shuffled lots are not Poisson sampling: the epsilon is what Poisson sampling would give, not a guarantee (label none)".into(),
             );
         }
-        if config.seed.is_some() {
+        if config.settings.seed.is_some() {
             notes.push("reproducible run: sampling and noise derive from --seed, so the guarantee holds only while the seed stays secret".into());
         }
     }
@@ -75,9 +78,9 @@ pub fn notes(config: &PrivacyConfig) -> Vec<String> {
 
 /// How the lots of a run are drawn.
 pub fn sampling(config: &PrivacyConfig, plan: &Plan) -> Sampling {
-    match config.sampling {
+    match config.settings.sampling {
         LotSampling::Poisson => Sampling::Poisson { rate: plan.sample_rate },
-        LotSampling::Shuffled => Sampling::Shuffled { lot_size: config.lot_size },
+        LotSampling::Shuffled => Sampling::Shuffled { lot_size: config.settings.lot_size },
     }
 }
 

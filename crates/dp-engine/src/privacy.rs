@@ -3,20 +3,10 @@
 //! Poisson-sampled), and the noise multiplier a run uses (given, or calibrated to a budget).
 
 use crate::error::{EngineError, Result};
-use crate::privacy_config::{NoiseLevel, PrivacyConfig};
+use crate::privacy_settings::{AccountantName, NoiseLevel, PrivacySettings};
 use dp_accounting::{Accountant, Guarantee, PrivacyLedger, PrvAccountant, RdpAccountant, calibrate_noise_multiplier};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::fmt;
-
-/// Sound accountant used for the run's epsilon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AccountantName {
-    /// Rényi DP (what Opacus and TF Privacy report).
-    Rdp,
-    /// Privacy random variables: a tight upper bound.
-    Prv,
-}
 
 /// An epsilon with everything needed to read it.
 #[derive(Debug, Clone, Serialize)]
@@ -50,7 +40,7 @@ pub fn accountant(name: AccountantName) -> Box<dyn Accountant> {
 }
 
 /// What the run's accountant gives for `ledger` at the run's delta, with the ledger's label.
-pub fn certified(config: &PrivacyConfig, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
+pub fn certified(config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
     let report = accountant(config.accountant).epsilon(ledger, config.delta)?;
     Ok(PrivacySpent {
         epsilon: Some(report.epsilon),
@@ -62,7 +52,7 @@ pub fn certified(config: &PrivacyConfig, ledger: &PrivacyLedger) -> Result<Priva
 
 /// The noise multiplier of a run: the one given, or the smallest that keeps `steps` steps at
 /// sampling rate `sample_rate` within the target epsilon.
-pub fn given_or_calibrated(config: &PrivacyConfig, sample_rate: f64, steps: u64) -> Result<f64> {
+pub fn given_or_calibrated(config: &PrivacySettings, sample_rate: f64, steps: u64) -> Result<f64> {
     match config.noise {
         Some(NoiseLevel::Multiplier(z)) => Ok(z),
         Some(NoiseLevel::TargetEpsilon(target)) => {

@@ -104,7 +104,7 @@ impl PrivacyEngine {
         dry_run(model, source, Batching::for_backend(self.batch_size, device.backend), &table, &device.device)?;
         let keys = match self.keys {
             Some(keys) => keys,
-            None => StreamKeys::for_run(config.seed),
+            None => StreamKeys::for_run(config.settings.seed),
         };
         let sampler = fresh_sampler(&config, &plan, keys.sampler_stream())?;
         let state = StepState::fresh(sampler, keys.noise_stream());
@@ -127,7 +127,7 @@ impl PrivacyEngine {
         checkpoint: DpCheckpoint,
     ) -> Result<(M, DpOptimizer<M>)> {
         let (config, plan, device) = self.planned(source, device)?;
-        let keys = match (self.keys, config.seed) {
+        let keys = match (self.keys, config.settings.seed) {
             (Some(keys), _) => keys,
             (None, Some(seed)) => StreamKeys::for_run(Some(seed)),
             (None, None) => {
@@ -147,7 +147,7 @@ impl PrivacyEngine {
     /// given to a seeded run must be its seed's.
     fn planned<M>(&self, source: &dyn LotSource<M>, device: &Device) -> Result<(PrivacyConfig, Plan, SelectedDevice)> {
         self.privacy.validate()?;
-        if let (Some(seed), Some(keys)) = (self.privacy.seed, &self.keys)
+        if let (Some(seed), Some(keys)) = (self.privacy.settings.seed, &self.keys)
             && *keys != StreamKeys::for_run(Some(seed))
         {
             return Err(EngineError::Resume("the keys given are not those of the run's seed".into()));

@@ -30,6 +30,7 @@ use dp_engine::mechanism::optimized::Optimized;
 use dp_engine::nn::{DpLinear, DpLinearConfig};
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
+use dp_engine::privacy_settings::PrivacySettings;
 use dp_engine::step::lot::{ExampleLosses, LotSource, evaluate};
 use dp_engine::{EngineError, SelectedDevice};
 use oracle::{assert_close, param_value};
@@ -205,7 +206,7 @@ impl Mechanism for TwiceTheNoise {
         "twice-the-noise"
     }
 
-    fn allocation(&self, z: f64, config: &PrivacyConfig, _table: &ParamTable) -> Box<dyn NoiseAllocation> {
+    fn allocation(&self, z: f64, config: &PrivacySettings, _table: &ParamTable) -> Box<dyn NoiseAllocation> {
         Box::new(Uniform { noise_multiplier: 2.0 * z, clip_norm: config.clip_norm })
     }
 }

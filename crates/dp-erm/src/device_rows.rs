@@ -8,6 +8,7 @@
 //! W [K, d] row-major; the MLP [W1 (H x d), W2 (K x H), b2 (K)].
 
 use crate::model_kind::ModelKind;
+use crate::row_sums::RowSums;
 use burn::tensor::activation::{sigmoid, softmax};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use dp_data::TabularData;
@@ -98,7 +99,7 @@ fn clip_rows<const L: usize>(deltas: [Tensor<2>; L], sq_norm: Tensor<2>, clip: f
     deltas.map(|d| d * scale.clone())
 }
 
-impl crate::row_sums::RowSums for DeviceRows {
+impl RowSums for DeviceRows {
     fn gradient_sum(&self, theta: &[f64], rows: Option<&[usize]>, clip: Option<f64>) -> Vec<f64> {
         let (x, targets) = match rows {
             None => (self.x.clone(), self.targets.clone()),

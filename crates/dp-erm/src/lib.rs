@@ -6,6 +6,7 @@
 //! (exact inverse Hessians, influence functions and w_t need f64, which WGSL lacks); the training
 //! loops of `input`, `dbdp` and `gradient` also run as f32 Burn tensors on the engine's devices.
 
+pub mod compute;
 pub mod constants;
 pub mod device_rows;
 pub mod error;
@@ -24,8 +25,8 @@ pub mod row_sums;
 pub mod softmax;
 pub mod solver;
 
+pub use compute::Compute;
 pub use error::{ErmError, Result};
 pub use experiment::{Experiment, ExperimentReport, Row};
 pub use methods::{Method, Outcome, Problem, Settings};
 pub use model_kind::ModelKind;
-pub use row_sums::Compute;

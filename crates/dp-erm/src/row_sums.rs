@@ -1,13 +1,11 @@
 //! The work every ERM training loop repeats: a sum of per-example loss gradients over some rows,
 //! each optionally clipped. It runs in f64 on the host (the reference) or as Burn tensors in f32
-//! on one of the engine's devices (ndarray or wgpu), chosen once per problem.
+//! on one of the engine's devices (`device_rows`, ndarray or wgpu), chosen once per problem
+//! (`compute`).
 
-use crate::device_rows::DeviceRows;
 use crate::linalg::{axpy, norm};
 use crate::model::Model;
-use crate::model_kind::ModelKind;
 use dp_data::TabularData;
-use dp_kernels::backend::SelectedDevice;
 use dp_kernels::clipping::clip_scale;
 
 /// Sums of per-example loss gradients over one table's rows.
@@ -44,33 +42,5 @@ impl RowSums for HostRows<'_> {
             Some(rows) => rows.iter().copied().for_each(&mut add),
         }
         sum
-    }
-}
-
-/// Where the training loops of `input`, `dbdp` and `gradient` sum their gradients.
-#[derive(Debug, Clone, Default)]
-pub enum Compute {
-    /// f64 on the host, one example at a time (exact; fastest for small tables).
-    #[default]
-    Host,
-    /// f32 Burn tensors on an engine device: one batched pass per sum.
-    Device(SelectedDevice),
-}
-
-impl Compute {
-    /// The gradient sums of `model` (of family `kind`) over `data`, where this choice says.
-    pub fn rows<'a>(&self, kind: ModelKind, model: &'a dyn Model, data: &'a TabularData) -> Box<dyn RowSums + 'a> {
-        match self {
-            Compute::Host => Box::new(HostRows { model, data }),
-            Compute::Device(device) => Box::new(DeviceRows::new(kind, data, &device.device)),
-        }
-    }
-
-    /// How reports name it.
-    pub fn describe(&self) -> String {
-        match self {
-            Compute::Host => "host (f64)".into(),
-            Compute::Device(d) => format!("{} ({}, f32)", d.backend, d.name),
-        }
     }
 }

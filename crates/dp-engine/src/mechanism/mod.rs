@@ -3,7 +3,8 @@
 //! parameters (a [`NoiseAllocation`] with its state), what it does to the noisy gradient
 //! afterwards, and what privacy it reports with which label. A mechanism's options are fields of
 //! its own type. The trait is open: a library user's mechanism is a type implementing it, given
-//! to [`crate::privacy_config::PrivacyConfig::new`]; a built-in one is also a line of
+//! to [`crate::privacy_config::PrivacyConfig::new`], and reads the run's
+//! [`PrivacySettings`]; a built-in one is also a line of
 //! [`registry::BUILTIN`], which builds it by name from a configuration file's keys. The math:
 //! docs/ARCHITECTURE.md, "Mechanisms".
 
@@ -22,7 +23,7 @@ use crate::error::Result;
 use crate::grad_sample::params::ParamTable;
 use crate::optimizer::OptimizerName;
 use crate::privacy::{PrivacySpent, certified, given_or_calibrated};
-use crate::privacy_config::PrivacyConfig;
+use crate::privacy_settings::PrivacySettings;
 use burn::tensor::Tensor;
 use dp_accounting::PrivacyLedger;
 
@@ -67,14 +68,14 @@ pub trait Mechanism: Send + Sync {
         Ok(())
     }
 
-    /// Checks what the mechanism needs from the run's privacy configuration, under `clipping`.
-    fn validate(&self, _config: &PrivacyConfig, _clipping: Clipping) -> Result<()> {
+    /// Checks what the mechanism needs from the run's privacy settings, under `clipping`.
+    fn validate(&self, _config: &PrivacySettings, _clipping: Clipping) -> Result<()> {
         Ok(())
     }
 
     /// The noise multiplier of a run of `steps` steps at sampling rate `sample_rate` (None: no
     /// noise).
-    fn noise_multiplier(&self, config: &PrivacyConfig, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
+    fn noise_multiplier(&self, config: &PrivacySettings, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
         given_or_calibrated(config, sample_rate, steps).map(Some)
     }
 
@@ -87,7 +88,7 @@ pub trait Mechanism: Send + Sync {
     /// How the noise of a step at noise multiplier `z` is spread over the parameters of `table`
     /// (a checkpoint's state is restored into it with `NoiseAllocation::restore`): sigma = z C
     /// everywhere unless the mechanism says otherwise.
-    fn allocation(&self, z: f64, config: &PrivacyConfig, _table: &ParamTable) -> Box<dyn NoiseAllocation> {
+    fn allocation(&self, z: f64, config: &PrivacySettings, _table: &ParamTable) -> Box<dyn NoiseAllocation> {
         Box::new(Uniform { noise_multiplier: z, clip_norm: config.clip_norm })
     }
 
@@ -98,12 +99,12 @@ pub trait Mechanism: Send + Sync {
     }
 
     /// The privacy of `ledger` after its steps of `planned`.
-    fn privacy(&self, config: &PrivacyConfig, ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
+    fn privacy(&self, config: &PrivacySettings, ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
         certified(config, ledger)
     }
 
     /// A second readout beside the reported epsilon, where the mechanism has one.
-    fn second_readout(&self, _config: &PrivacyConfig, _ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
+    fn second_readout(&self, _config: &PrivacySettings, _ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
         Ok(None)
     }
 

@@ -6,7 +6,7 @@ use super::registry::Registered;
 use super::{Mechanism, MechanismName};
 use crate::error::Result;
 use crate::privacy::PrivacySpent;
-use crate::privacy_config::PrivacyConfig;
+use crate::privacy_settings::PrivacySettings;
 use dp_accounting::{Guarantee, PrivacyLedger};
 use std::sync::Arc;
 
@@ -26,11 +26,11 @@ impl Mechanism for Unperturbed {
         false
     }
 
-    fn noise_multiplier(&self, _config: &PrivacyConfig, _rate: f64, _steps: u64) -> Result<Option<f64>> {
+    fn noise_multiplier(&self, _config: &PrivacySettings, _rate: f64, _steps: u64) -> Result<Option<f64>> {
         Ok(None)
     }
 
-    fn privacy(&self, config: &PrivacyConfig, _ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
+    fn privacy(&self, config: &PrivacySettings, _ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
         Ok(PrivacySpent { epsilon: None, delta: config.delta, accountant: "none".into(), guarantee: Guarantee::None })
     }
 

@@ -11,7 +11,7 @@ use crate::allocation::{DataGradient, NoiseAllocation, StepNoise, f32_at_least};
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
-use crate::privacy_config::PrivacyConfig;
+use crate::privacy_settings::PrivacySettings;
 use crate::tensor_io::to_host;
 use burn::tensor::Tensor;
 use dp_kernels::NoiseScale;
@@ -42,7 +42,7 @@ impl Mechanism for Optimized {
         Clipping::PerLayer
     }
 
-    fn validate(&self, _config: &PrivacyConfig, clipping: Clipping) -> Result<()> {
+    fn validate(&self, _config: &PrivacySettings, clipping: Clipping) -> Result<()> {
         if clipping == Clipping::Flat {
             return Err(EngineError::invalid(
                 "clipping",
@@ -52,7 +52,7 @@ impl Mechanism for Optimized {
         Ok(())
     }
 
-    fn allocation(&self, z: f64, config: &PrivacyConfig, table: &ParamTable) -> Box<dyn NoiseAllocation> {
+    fn allocation(&self, z: f64, config: &PrivacySettings, table: &ParamTable) -> Box<dyn NoiseAllocation> {
         let layers = table.layers().len();
         Box::new(Groups {
             noise_multiplier: z,

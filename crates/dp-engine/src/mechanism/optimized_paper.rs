@@ -14,7 +14,7 @@ use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::privacy::{PrivacySpent, certified};
-use crate::privacy_config::PrivacyConfig;
+use crate::privacy_settings::PrivacySettings;
 use crate::tensor_io::to_host;
 use burn::tensor::Tensor;
 use dp_accounting::paper_bounds::xiang2019;
@@ -66,7 +66,7 @@ impl Mechanism for OptimizedPaper {
         "optimized-paper"
     }
 
-    fn validate(&self, config: &PrivacyConfig, clipping: Clipping) -> Result<()> {
+    fn validate(&self, config: &PrivacySettings, clipping: Clipping) -> Result<()> {
         if clipping == Clipping::PerLayer {
             return Err(EngineError::invalid(
                 "clipping",
@@ -85,7 +85,7 @@ impl Mechanism for OptimizedPaper {
         Ok(())
     }
 
-    fn noise_multiplier(&self, config: &PrivacyConfig, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
+    fn noise_multiplier(&self, config: &PrivacySettings, sample_rate: f64, steps: u64) -> Result<Option<f64>> {
         let target = config.target_epsilon().ok_or_else(|| EngineError::invalid("privacy", "no target epsilon"))?;
         let budget = xiang2019::per_step_budget(target, config.delta, sample_rate, steps)?;
         let (tau, _) = xiang2019::tau_corrected(budget)?;
@@ -98,12 +98,12 @@ impl Mechanism for OptimizedPaper {
         ExpectedMultiplier { z, tolerance: SOLVER_TOLERANCE }
     }
 
-    fn allocation(&self, z: f64, config: &PrivacyConfig, _table: &ParamTable) -> Box<dyn NoiseAllocation> {
+    fn allocation(&self, z: f64, config: &PrivacySettings, _table: &ParamTable) -> Box<dyn NoiseAllocation> {
         Box::new(Sphere { alpha: config.clip_norm, tau: 1.0 / (z * z), every: self.every, current: None })
     }
 
     /// Eq. 12 spends the budget evenly: epsilon * sqrt(steps / planned) after `steps` steps.
-    fn privacy(&self, config: &PrivacyConfig, ledger: &PrivacyLedger, planned: u64) -> Result<PrivacySpent> {
+    fn privacy(&self, config: &PrivacySettings, ledger: &PrivacyLedger, planned: u64) -> Result<PrivacySpent> {
         let target = config.target_epsilon().ok_or_else(|| EngineError::invalid("privacy", "no target epsilon"))?;
         let done = ledger.total_steps() as f64 / planned.max(1) as f64;
         Ok(PrivacySpent {
@@ -114,7 +114,7 @@ impl Mechanism for OptimizedPaper {
         })
     }
 
-    fn second_readout(&self, config: &PrivacyConfig, ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
+    fn second_readout(&self, config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
         Ok(Some(PrivacySpent { guarantee: Guarantee::None, ..certified(config, ledger)? }))
     }
 

@@ -89,12 +89,16 @@ pub fn for_run<M: Module>(
     };
     let noise = noise.ok_or_else(|| EngineError::Privacy("a private step needs its noise stream".into()))?;
     let mechanism = config.mechanism.clone();
-    let mut allocation = mechanism.allocation(z, config, table);
+    let mut allocation = mechanism.allocation(z, &config.settings, table);
     if let Some(state) = kept {
         allocation.restore(state)?;
     }
     Ok(Box::new(private::PrivateStep {
-        clip: ClipSpec { clip_norm: config.clip_norm, clipping: config.clipping(), layers: table.layers().len() },
+        clip: ClipSpec {
+            clip_norm: config.settings.clip_norm,
+            clipping: config.clipping(),
+            layers: table.layers().len(),
+        },
         allocation,
         table: table.clone(),
         batching,

@@ -8,6 +8,7 @@ mod input_perturbation;
 mod objective_perturbation;
 mod output_perturbation;
 
+use crate::compute::Compute;
 use crate::constants::LossConstants;
 use crate::error::{ErmError, Result};
 use crate::inverse_hessian::InverseHessian;
@@ -15,7 +16,7 @@ use crate::model::Model;
 use crate::model_kind::ModelKind;
 use crate::objective::Objective;
 use crate::rng::NoiseRng;
-use crate::row_sums::{Compute, RowSums};
+use crate::row_sums::RowSums;
 use crate::solver::{Minimizer, gradient_descent};
 use dp_accounting::{Guarantee, PrivacyReport};
 use dp_data::TabularData;

@@ -1,0 +1,135 @@
+//! The workspace's layering, checked from its sources: no crate's top-level modules depend on each
+//! other in a circle (a `crate::x` path outside comments and test modules is an edge), and the
+//! library crates never name the `dptrain` app, nor does dp-erm name the image engine.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The library crates' source folders, and the app's.
+const SOURCES: [&str; 7] = [
+    "crates/dp-accounting/src",
+    "crates/dp-data/src",
+    "kernels/src",
+    "crates/dp-engine/src",
+    "crates/dp-erm/src",
+    "crates/dp-audit/src",
+    "src",
+];
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A file's code: test modules and comment lines dropped.
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+/// The top-level module a file of `root` belongs to (None for the crate root).
+fn module_of(root: &Path, file: &Path) -> Option<String> {
+    let first = file.strip_prefix(root).ok()?.components().next()?.as_os_str().to_str()?.to_string();
+    let name = first.trim_end_matches(".rs").to_string();
+    (!matches!(name.as_str(), "lib" | "main")).then_some(name)
+}
+
+/// The modules `code` names with `crate::`.
+fn named(code: &str) -> BTreeSet<String> {
+    code.match_indices("crate::")
+        .filter(|(i, _)| !code[..*i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        .map(|(i, _)| code[i + 7..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
+        .collect()
+}
+
+/// The strongly connected components of more than one module (Tarjan).
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Tarjan<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a str) {
+            let i = self.index.len();
+            self.index.insert(v, i);
+            self.low.insert(v, i);
+            self.stack.push(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w.as_str()) {
+                    self.visit(w);
+                    let low = self.low[w.as_str()].min(self.low[v]);
+                    self.low.insert(v, low);
+                } else if self.stack.contains(&w.as_str()) {
+                    let low = self.index[w.as_str()].min(self.low[v]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let at = self.stack.iter().position(|&x| x == v).unwrap();
+                let component: Vec<String> = self.stack.split_off(at).into_iter().map(String::from).collect();
+                if component.len() > 1 {
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan { graph, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+    for v in graph.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            t.visit(v);
+        }
+    }
+    t.found
+}
+
+#[test]
+fn no_crate_has_a_circle_of_modules_and_the_libraries_do_not_name_the_app() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for source in SOURCES {
+        let root = workspace.join(source);
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for file in rust_files(&root) {
+            let code = code(&file);
+            if source != "src" {
+                assert!(!code.contains("dptrain::"), "{} names the app", file.display());
+            }
+            if source.contains("dp-erm") || source.contains("dp-audit") {
+                assert!(!code.contains("dp_engine::"), "{} names the image engine", file.display());
+            }
+            if let Some(module) = module_of(&root, &file) {
+                let edges: Vec<String> = named(&code).into_iter().filter(|m| *m != module).collect();
+                graph.entry(module).or_default().extend(edges);
+            }
+        }
+        assert!(graph.len() > 3, "{source}: the modules were not found");
+        assert_eq!(circles(&graph), Vec::<Vec<String>>::new(), "{source}: modules in a circle");
+    }
+}
+
+#[test]
+fn the_circle_finder_finds_a_circle() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")]
+        .into_iter()
+        .map(|(x, y)| (x.to_string(), BTreeSet::from([y.to_string()])))
+        .collect();
+    let found = circles(&graph);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].iter().cloned().collect::<BTreeSet<_>>(), BTreeSet::from(["a".into(), "b".into(), "c".into()]));
+    assert_eq!(
+        named("use crate::step::lot; mycrate::no; crate::plan::plan(c)"),
+        BTreeSet::from(["step".into(), "plan".into()])
+    );
+}
