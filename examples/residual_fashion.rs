@@ -113,11 +113,11 @@ fn main() -> anyhow::Result<()> {
     while !dp.is_done() {
         model = dp.step(model, &source, 0.5)?.0;
         if dp.steps_taken() % steps_per_epoch == 0 {
-            let accuracy = evaluate(&model, &test, &device.device);
+            let accuracy = evaluate(&model, &test, &device.device)?;
             println!("step {}: test accuracy {:.2}%, {}", dp.steps_taken(), accuracy * 100.0, dp.privacy()?);
         }
     }
-    let accuracy = evaluate(&model, &test, &device.device);
+    let accuracy = evaluate(&model, &test, &device.device)?;
     println!(
         "test accuracy {:.2}% | {} | {} steps in {:.1} s",
         accuracy * 100.0,

@@ -107,7 +107,7 @@ fn main() -> anyhow::Result<()> {
         model = dp.step(model, &train_lots, 0.1)?.0;
     }
 
-    let (_, accuracy) = evaluate(&model, &test_lots, 256, &device.device).read().context("an empty test set")?;
+    let (_, accuracy) = evaluate(&model, &test_lots, 256, &device.device)?.read().context("an empty test set")?;
     println!(
         "MLP + LayerNorm on {} ({} training rows, {} steps on {}): test accuracy {:.2}%, {}",
         path.display(),

@@ -538,7 +538,7 @@ impl StepLoop<'_> {
                 self.log(&Event::Step { step, loss, accuracy }, observe)?;
             }
             if step % steps_per_epoch == 0 || step == planned_steps {
-                let test_accuracy = evaluate(&model, self.test_data, self.device);
+                let test_accuracy = evaluate(&model, self.test_data, self.device)?;
                 self.log(&Event::Evaluated { step, test_accuracy, privacy: dp.privacy()? }, observe)?;
             }
             interrupted = session.interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst));
@@ -582,7 +582,7 @@ fn finish(
     let spent = dp.privacy()?;
     let planned_steps = dp.planned_steps();
     let report = TrainReport {
-        test_accuracy: evaluate(&ended.model, test_data, &device.device),
+        test_accuracy: evaluate(&ended.model, test_data, &device.device)?,
         epsilon: spent.epsilon,
         delta: spent.delta,
         accountant: spent.accountant,

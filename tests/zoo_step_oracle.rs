@@ -66,7 +66,7 @@ fn data(model: &ZooModel, shape: [usize; 3], rng: &mut ChaCha20Rng, device: &Dev
 /// Each example's gradient and its total norm, from the naive loop.
 fn naive(model: &ZooModel, table: &ParamTable, data: &ImageDataset, device: &Device) -> (Vec<Vec<Vec<f64>>>, Vec<f64>) {
     let source = CrossEntropyLots { data };
-    let grads = naive_gradients(model, table, N, |m, e| source.losses(m, &[e], device).losses);
+    let grads = naive_gradients(model, table, N, |m, e| source.losses(m, &[e], device).unwrap().losses);
     let norms = grads.iter().map(|g| g.iter().map(|t| sq(t)).sum::<f64>().sqrt()).collect();
     (grads, norms)
 }
@@ -108,7 +108,7 @@ fn check_lot_sum(name: ModelName, shape: [usize; 3], device: &Device) {
         assert_all_close(&host(sum), &weighted(&grads, k, &factors), &format!("{name:?} {}", p.path));
     }
     let (loss, accuracy) = metrics.read().unwrap();
-    let want_loss: f64 = host(source.losses(&model.valid(), &lot, device).losses).iter().sum();
+    let want_loss: f64 = host(source.losses(&model.valid(), &lot, device).unwrap().losses).iter().sum();
     assert_close(loss, want_loss / N as f64, "mean loss");
     assert_eq!(accuracy, Some(4.0 / N as f64), "accuracy over the 7 real examples (4 right)");
 }

@@ -1,6 +1,7 @@
 //! Image classifiers on image datasets: the forward pass a classifier exposes, lots of an image
 //! dataset under per-example cross-entropy (what the zoo and the CLI train), and test accuracy.
 
+use crate::error::Result;
 use crate::loss::{correct, cross_entropy, one_hot};
 use crate::step::lot::{ExampleLosses, LotSource};
 use burn::module::Module;
@@ -34,19 +35,19 @@ impl<M: ImageClassifier> LotSource<M> for CrossEntropyLots<'_> {
         self.data.len()
     }
 
-    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> ExampleLosses {
+    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses> {
         let (x, labels) = images(self.data, indices, device);
         let logits = model.logits(x);
         let targets = one_hot(&labels, self.data.classes(), device);
-        ExampleLosses {
+        Ok(ExampleLosses {
             losses: cross_entropy(logits.clone(), targets),
             correct: Some(correct(logits.inner(), &labels, device)),
-        }
+        })
     }
 }
 
 /// The accuracy of `model` on `data` (0 for an empty set).
-pub fn evaluate<M: ImageClassifier>(model: &M, data: &ImageDataset, device: &Device) -> f64 {
-    let metrics = crate::step::lot::evaluate(model, &CrossEntropyLots { data }, EVAL_BATCH, device);
-    metrics.read().and_then(|(_, accuracy)| accuracy).unwrap_or(0.0)
+pub fn evaluate<M: ImageClassifier>(model: &M, data: &ImageDataset, device: &Device) -> Result<f64> {
+    let metrics = crate::step::lot::evaluate(model, &CrossEntropyLots { data }, EVAL_BATCH, device)?;
+    Ok(metrics.read().and_then(|(_, accuracy)| accuracy).unwrap_or(0.0))
 }

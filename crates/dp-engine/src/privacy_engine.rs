@@ -177,6 +177,7 @@ pub fn dry_run<M: Module>(
     let inference = model.valid();
     without_panics(|| {
         let (out, tape) = recording(|| source.losses(&inference, &lot, device)).map_err(|e| table.name_shared(e))?;
+        let out = out?;
         let dims = out.losses.dims();
         if dims != [lot.len()] {
             return Err(EngineError::invalid(

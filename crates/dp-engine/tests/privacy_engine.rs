@@ -12,6 +12,8 @@
 #[allow(dead_code)]
 mod oracle;
 
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::{Dataset, DatasetError};
 use burn::module::Module;
 use burn::optim::AdamConfig;
 use burn::optim::SgdConfig;
@@ -31,6 +33,7 @@ use dp_engine::nn::{DpLinear, DpLinearConfig};
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
 use dp_engine::privacy_settings::PrivacySettings;
+use dp_engine::step::dataset_lots::DatasetLots;
 use dp_engine::step::lot::{ExampleLosses, LotSource, evaluate};
 use dp_engine::{EngineError, SelectedDevice};
 use oracle::{assert_close, param_value};
@@ -71,14 +74,14 @@ impl<M: Forward> LotSource<M> for Squares {
         self.x.len()
     }
 
-    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> ExampleLosses {
+    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> dp_engine::Result<ExampleLosses> {
         let rows: Vec<f32> = indices.iter().flat_map(|&i| self.x[i][..self.width].to_vec()).collect();
         let x = Tensor::<2>::from_data(TensorData::new(rows, [indices.len(), self.width]), device);
         let y: Vec<f32> = indices.iter().map(|&i| self.y[i]).collect();
         let y = Tensor::<2>::from_data(TensorData::new(y, [indices.len(), 1]), device);
         let err = (model.predict(x) - y).powi_scalar(2);
         let losses = if self.mean_only { err.mean() } else { err.flatten(0, 1) };
-        ExampleLosses { losses, correct: None }
+        Ok(ExampleLosses { losses, correct: None })
     }
 }
 
@@ -284,6 +287,53 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     assert!(DpCheckpoint::from_bytes(&bytes[..bytes.len() - 1]).is_err(), "a truncated checkpoint");
 }
 
+/// A Burn dataset whose rows from index 5 on cannot be read (a file behind it that fails).
+struct FailingRows;
+
+impl Dataset<[f32; FEATURES]> for FailingRows {
+    fn get(&self, index: usize) -> Result<[f32; FEATURES], DatasetError> {
+        if index < 5 {
+            Ok([index as f32, 1.0, -1.0])
+        } else {
+            Err(DatasetError::new(std::io::Error::other("disk read failed")))
+        }
+    }
+
+    fn len(&self) -> usize {
+        8
+    }
+}
+
+/// Rows into a [B, FEATURES] tensor.
+struct RowBatcher;
+
+impl Batcher<[f32; FEATURES], Tensor<2>> for RowBatcher {
+    fn batch(&self, items: Vec<[f32; FEATURES]>, device: &Device) -> Tensor<2> {
+        let n = items.len();
+        Tensor::from_data(TensorData::new(items.concat(), [n, FEATURES]), device)
+    }
+}
+
+/// A Burn Dataset through `DatasetLots`: a row it cannot read stops the step with a one-line
+/// error (no panic, no noise released for that lot), where the dry run's first rows are fine.
+#[test]
+fn a_dataset_that_fails_to_give_a_row_is_an_error_not_a_panic() {
+    let device = backend::cpu();
+    let model = regressor(&device);
+    let loss = |m: &Regressor, x: Tensor<2>| ExampleLosses {
+        losses: m.predict(x).powi_scalar(2).flatten(0, 1),
+        correct: None,
+    };
+    let lots = DatasetLots::new(FailingRows, RowBatcher, loss);
+    let privacy = PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(8).with_seed(5);
+    let mut dp = PrivacyEngine::new(privacy)
+        .make_private(&model, SgdConfig::new().init(), &lots, &device.device)
+        .expect("the first two rows read fine");
+    let err = dp.step(model, &lots, 0.1).expect_err("row 5 fails").to_string();
+    assert!(err.contains("disk read failed") && err.lines().count() == 1, "{err}");
+    assert_eq!(dp.ledger().total_steps(), 0, "nothing released for the failed lot");
+}
+
 /// A test set given as a `LotSource` is evaluated with the user's own loss, in any batch size:
 /// the mean over every example, as computed one example at a time.
 #[test]
@@ -291,11 +341,12 @@ fn a_lot_source_evaluates_a_model_with_its_own_loss() {
     let device = backend::cpu();
     let model = regressor(&device);
     let data = Squares::new(7);
-    let one_by_one: f64 =
-        (0..7).map(|i| f64::from(data.losses(&model, &[i], &device.device).losses.into_scalar::<f32>())).sum::<f64>()
-            / 7.0;
+    let one_by_one: f64 = (0..7)
+        .map(|i| f64::from(data.losses(&model, &[i], &device.device).expect("rows").losses.into_scalar::<f32>()))
+        .sum::<f64>()
+        / 7.0;
     for batch in [1, 3, 7, 100] {
-        let (loss, accuracy) = evaluate(&model, &data, batch, &device.device).read().expect("examples");
+        let (loss, accuracy) = evaluate(&model, &data, batch, &device.device).expect("rows").read().expect("examples");
         assert!((loss - one_by_one).abs() <= 1e-6 * (1.0 + one_by_one), "batch {batch}: {loss} vs {one_by_one}");
         assert_eq!(accuracy, None, "a regression has no accuracy");
     }

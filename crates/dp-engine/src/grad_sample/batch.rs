@@ -33,7 +33,13 @@ impl BatchGrads {
     /// Runs `forward` with the tape (it returns each example's loss [B] and anything else the
     /// caller wants back, such as logits), then one backward of the summed loss.
     pub fn compute<T>(forward: impl FnOnce() -> (Tensor<1>, T)) -> Result<(Self, T)> {
-        let ((losses, extra), tape) = recording(forward)?;
+        Self::try_compute(|| Ok(forward()))
+    }
+
+    /// [`Self::compute`] of a forward pass that can fail (its data could not be read).
+    pub fn try_compute<T>(forward: impl FnOnce() -> Result<(Tensor<1>, T)>) -> Result<(Self, T)> {
+        let (out, tape) = recording(forward)?;
+        let (losses, extra) = out?;
         if tape.is_empty() {
             return Err(EngineError::Unsupported("the forward pass went through no DP layer".into()));
         }

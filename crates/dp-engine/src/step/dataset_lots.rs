@@ -27,11 +27,13 @@
 //! let device = dp_engine::backend::cpu().device;
 //! let w = Tensor::<1>::from_data(TensorData::new(vec![1.0f32, -1.0], [2]), &device);
 //! assert_eq!(lots.len(), 3);
-//! let losses = lots.losses(&w, &[2, 0], &device).losses.into_data().to_vec::<f32>().unwrap();
+//! let losses = lots.losses(&w, &[2, 0], &device)?.losses.into_data().to_vec::<f32>().unwrap();
 //! assert_eq!(losses, vec![1.0, 1.0]);
+//! # Ok::<(), dp_engine::EngineError>(())
 //! ```
 
 use super::lot::{ExampleLosses, LotSource};
+use crate::error::{EngineError, Result};
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
 use burn::tensor::Device;
@@ -68,17 +70,16 @@ where
         self.dataset.len()
     }
 
-    /// Panics when the dataset cannot give an item below its length (a broken `Dataset`; the
-    /// dry run of `make_private` turns that into an error before the run).
-    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> ExampleLosses {
+    /// An error when the dataset cannot give an item (a file behind it that fails).
+    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses> {
         let items = indices
             .iter()
             .map(|&i| {
-                self.dataset
-                    .get(i)
-                    .unwrap_or_else(|e| panic!("the dataset has no item {i} of {}: {e}", self.dataset.len()))
+                self.dataset.get(i).map_err(|e| {
+                    EngineError::Data(format!("the dataset cannot give item {i} of {}: {e}", self.dataset.len()))
+                })
             })
-            .collect();
-        (self.loss)(model, self.batcher.batch(items, device))
+            .collect::<Result<Vec<I>>>()?;
+        Ok((self.loss)(model, self.batcher.batch(items, device)))
     }
 }

@@ -31,8 +31,9 @@ pub trait LotSource<M> {
         self.len() == 0
     }
 
-    /// The loss of `model` on each of the examples `indices` (repeats allowed), on `device`.
-    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> ExampleLosses;
+    /// The loss of `model` on each of the examples `indices` (repeats allowed), on `device`;
+    /// an error when the examples cannot be read (a dataset backed by files).
+    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses>;
 }
 
 /// Training metrics of one lot, kept on the device until read.
@@ -75,15 +76,20 @@ impl LotMetrics {
 /// `batch_size`: a test set given as a `LotSource` is evaluated with the loss that trains on the
 /// training set (`read()` gives the mean loss and, for classifiers, the accuracy). Outside any DP
 /// step: on the training data the metrics are not private.
-pub fn evaluate<M: Module>(model: &M, source: &dyn LotSource<M>, batch_size: usize, device: &Device) -> LotMetrics {
+pub fn evaluate<M: Module>(
+    model: &M,
+    source: &dyn LotSource<M>,
+    batch_size: usize,
+    device: &Device,
+) -> Result<LotMetrics> {
     let model = model.valid();
     let indices: Vec<usize> = (0..source.len()).collect();
     let mut metrics = LotMetrics { examples: indices.len(), ..LotMetrics::default() };
     for chunk in indices.chunks(batch_size.max(1)) {
-        let out = source.losses(&model, chunk, device);
+        let out = source.losses(&model, chunk, device)?;
         metrics.add(out.losses.sum(), out.correct.map(Tensor::sum));
     }
-    metrics
+    Ok(metrics)
 }
 
 /// The examples of a physical batch of `rows`: the chunk, then copies of its first example
@@ -116,13 +122,13 @@ pub fn lot_sum<M>(
     let mut metrics = LotMetrics { examples: lot.len(), ..LotMetrics::default() };
     for chunk in lot.chunks(batching.size) {
         let (indices, mask) = padded(chunk, batching.padded(chunk.len()), device);
-        let (mut grads, correct) = BatchGrads::compute(|| {
-            let out = source.losses(model, &indices, device);
+        let (mut grads, correct) = BatchGrads::try_compute(|| {
+            let out = source.losses(model, &indices, device)?;
             let losses = match &mask {
                 Some(m) => out.losses * m.clone(),
                 None => out.losses,
             };
-            (losses.clone(), (losses.inner().sum(), out.correct))
+            Ok((losses.clone(), (losses.inner().sum(), out.correct)))
         })
         .map_err(|e| table.name_shared(e))?;
         let (loss_sum, correct) = correct;

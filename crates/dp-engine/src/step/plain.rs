@@ -44,7 +44,7 @@ impl<M: Module> LotStep<M> for PlainStep {
         let n = lot.len() as f64;
         for chunk in lot.chunks(self.batching.size.max(1)) {
             let (indices, mask) = padded(chunk, self.batching.padded(chunk.len()), device);
-            let out = source.losses(&model, &indices, device);
+            let out = source.losses(&model, &indices, device)?;
             let loss = match mask {
                 Some(m) => (out.losses * m).sum(),
                 None => out.losses.sum(),
