@@ -156,7 +156,7 @@ fn contender(
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, config.lot_size, Some(0))?;
     let state = StepState::fresh(sampler, ChaChaState::new(Some(0), NOISE_STREAM));
     Ok(Contender {
-        step: step::for_run(&run, z, table, batching, state, None)?,
+        step: step::for_run(&run, z, table, batching, state)?,
         model: Some(model.clone()),
         optimizer: optimizer(OptimizerName::Sgd, 0.0, 0.0),
     })

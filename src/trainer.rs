@@ -27,7 +27,7 @@ use dp_engine::error::{EngineError, Result};
 use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::mechanism::MechanismName;
 use dp_engine::optimizer::optimizer;
-use dp_engine::plan::{Plan, plan};
+use dp_engine::plan::Plan;
 use dp_engine::privacy::PrivacySpent;
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
@@ -278,7 +278,7 @@ fn check_clock(h: &Header, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Canaries for a one-run audit of `run` on `model` (of `table`), placed on the noise of a step
+/// Canaries for a one-run audit of `run` on `model`, placed on the noise of a step
 /// computed before any canary counts. Refused for the baseline, which releases no noise.
 fn place_canaries(
     request: AuditRequest,
@@ -286,9 +286,9 @@ fn place_canaries(
     model: &ZooModel,
     source: &CrossEntropyLots<'_>,
     batching: Batching,
-    table: &ParamTable,
 ) -> Result<WhiteBoxCanaries> {
     let RunOf { privacy, plan, device } = *run;
+    let table = &ParamTable::of(model)?;
     let Some(z) = plan.z else {
         return Err(EngineError::invalid(
             "audit",
@@ -395,7 +395,6 @@ pub fn train(
     let privacy = config.privacy()?;
     config.validate(&privacy)?;
     let (train_data, test_data) = load_data(&config)?;
-    let plan = plan(&privacy, train_data.len())?;
 
     let spec = ModelSpec {
         name: config.model,
@@ -409,20 +408,9 @@ pub fn train(
         checked_model(spec, &train_data, batching.padded(config.batch_size.min(train_data.len())), config.seed, dev)?;
     let fresh_optimizer = optimizer(config.optimizer(&privacy), config.momentum, config.weight_decay);
     let source = CrossEntropyLots { data: &train_data };
-    let fresh_table = ParamTable::of(&model)?;
-    let run = RunOf { privacy: &privacy, plan: &plan, device: dev };
-    // Canaries (a fresh run only) are placed before anything is written.
-    let canaries = match session.audit {
-        Some(request) => Some(place_canaries(request, &run, &model, &source, batching, &fresh_table)?),
-        None => None,
-    };
-    // The library sets the DP run up, with the run folder's keys and the audit's canaries.
+    // The library plans and sets the DP run up, with the run folder's keys.
     let engine =
         PrivacyEngine::new(privacy.clone()).with_batch_size(config.batch_size).with_keys(keys.streams().clone());
-    let engine = match canaries {
-        Some(c) => engine.with_hook(Box::new(c)),
-        None => engine,
-    };
     let (config_digest, started, seconds, model, mut dp) = match checkpoint {
         Some(ckpt) => {
             check_clock(&ckpt.header, &ckpt_path)?;
@@ -431,9 +419,15 @@ pub fn train(
             (ckpt.header.config_digest, ckpt.header.started, ckpt.header.seconds, model, dp)
         }
         None => {
-            let dp = engine.make_private(&model, fresh_optimizer, &source, dev)?;
+            let mut dp = engine.make_private(&model, fresh_optimizer, &source, dev)?;
+            // Canaries (a fresh run only) are placed before anything is written.
+            if let Some(request) = session.audit {
+                let run = RunOf { privacy: &privacy, plan: dp.plan(), device: dev };
+                let canaries = place_canaries(request, &run, &model, &source, batching)?;
+                dp.set_hook(Box::new(canaries))?;
+            }
             lock = Some(RunLock::acquire(&run_dir)?);
-            let digest = run_folder::start(&config.out_dir, &config, plan.z, session.overwrite, &keys)?;
+            let digest = run_folder::start(&config.out_dir, &config, dp.noise_multiplier(), session.overwrite, &keys)?;
             (digest, unix_now(), 0.0, model.train(), dp)
         }
     };

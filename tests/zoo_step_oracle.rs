@@ -129,7 +129,7 @@ fn one_step(
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, N, Some(1)).unwrap();
     let state = StepState::fresh(sampler, ChaChaState::new(Some(1), NOISE_STREAM));
     let table = ParamTable::of(model).unwrap();
-    let mut step = step::for_run(&config, z, &table, Batching { size: 5, granule: 4 }, state, None).unwrap();
+    let mut step = step::for_run(&config, z, &table, Batching { size: 5, granule: 4 }, state).unwrap();
     let mut sgd = optimizer(OptimizerName::Sgd, 0.0, 0.0);
     let (after, _) = step.step(model.clone(), &mut sgd, 0.1, &CrossEntropyLots { data }, device).unwrap();
     (after, step)

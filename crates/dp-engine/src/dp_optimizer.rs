@@ -29,8 +29,6 @@ pub(crate) struct StartFrom {
     pub state: StepState,
     /// Steps already taken.
     pub steps_taken: u64,
-    /// A hook into the private steps (an audit's canaries: a fresh run only).
-    pub hook: Option<Box<dyn StepHook>>,
 }
 
 /// A burn-optim optimiser whose every step is a recorded DP step on lots of a [`LotSource`].
@@ -58,7 +56,7 @@ impl<M: Module> DpOptimizer<M> {
         device: &SelectedDevice,
     ) -> Result<Self> {
         let batching = Batching::for_backend(batch_size, device.backend);
-        let step = step::for_run(&config, plan.z, table, batching, start.state, start.hook)?;
+        let step = step::for_run(&config, plan.z, table, batching, start.state)?;
         let notes = crate::plan::notes(&config);
         Ok(Self {
             config,
@@ -90,6 +88,25 @@ impl<M: Module> DpOptimizer<M> {
         let out = self.step.step(model.train(), &mut self.optimizer, lr, source, &self.device)?;
         self.steps_taken += 1;
         Ok(out)
+    }
+
+    /// The run's plan: steps, sampling rate, noise multiplier, clipping and planned privacy.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Installs a hook into every private step (an auditor's white-box canaries,
+    /// instrumentation): it sees the clipped sums and each release and may add records of its
+    /// own. Refused once a step is taken (a hook sees the whole run) and for the unperturbed
+    /// baseline, which releases nothing.
+    pub fn set_hook(&mut self, hook: Box<dyn StepHook>) -> Result<()> {
+        if self.steps_taken > 0 {
+            return Err(EngineError::invalid(
+                "hook",
+                "a hook joins before the first step, so that it sees every release",
+            ));
+        }
+        self.step.set_hook(hook)
     }
 
     /// Steps the run plans (what its epsilon was calibrated for).

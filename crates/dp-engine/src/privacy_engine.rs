@@ -33,21 +33,18 @@ use crate::plan::{Plan, fresh_sampler, plan};
 use crate::privacy_config::PrivacyConfig;
 use crate::step::StepState;
 use crate::step::batching::Batching;
-use crate::step::hook::StepHook;
 use crate::step::lot::{LotSource, lot_sum};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use std::panic::{self, AssertUnwindSafe};
 
-/// A run's privacy configuration, how its lots are computed (physical batches bound memory and
-/// change no result) and an optional hook into its steps, applied to a model by
-/// [`PrivacyEngine::make_private`].
+/// A run's privacy configuration and how its lots are computed (physical batches bound memory
+/// and change no result), applied to a model by [`PrivacyEngine::make_private`].
 pub struct PrivacyEngine {
     privacy: PrivacyConfig,
     batch_size: usize,
     keys: Option<StreamKeys>,
-    hook: Option<Box<dyn StepHook>>,
 }
 
 impl std::fmt::Debug for PrivacyEngine {
@@ -56,7 +53,6 @@ impl std::fmt::Debug for PrivacyEngine {
             .field("privacy", &self.privacy)
             .field("batch_size", &self.batch_size)
             .field("keys given", &self.keys.is_some())
-            .field("hook", &self.hook.is_some())
             .finish()
     }
 }
@@ -64,7 +60,7 @@ impl std::fmt::Debug for PrivacyEngine {
 impl PrivacyEngine {
     /// The engine of `privacy`, in physical batches of 256 examples.
     pub fn new(privacy: PrivacyConfig) -> Self {
-        Self { privacy, batch_size: 256, keys: None, hook: None }
+        Self { privacy, batch_size: 256, keys: None }
     }
 
     /// The keys of the run's lot sampler and noise streams (by default derived from the seed of
@@ -72,13 +68,6 @@ impl PrivacyEngine {
     /// them where the caller stores secrets. A seeded run takes only its seed's keys.
     pub fn with_keys(mut self, keys: StreamKeys) -> Self {
         self.keys = Some(keys);
-        self
-    }
-
-    /// A hook into every private step (an auditor's white-box canaries, instrumentation): it
-    /// sees the clipped sums and the release and may add records of its own.
-    pub fn with_hook(mut self, hook: Box<dyn StepHook>) -> Self {
-        self.hook = Some(hook);
         self
     }
 
@@ -108,7 +97,7 @@ impl PrivacyEngine {
         };
         let sampler = fresh_sampler(&config, &plan, keys.sampler_stream())?;
         let state = StepState::fresh(sampler, keys.noise_stream());
-        let start = StartFrom { keys, state, steps_taken: 0, hook: self.hook };
+        let start = StartFrom { keys, state, steps_taken: 0 };
         DpOptimizer::assemble(config, plan, &table, optimizer, start, self.batch_size, &device)
     }
 
@@ -138,7 +127,7 @@ impl PrivacyEngine {
         };
         let restored = dp_checkpoint::restore(checkpoint, (model, optimizer), &config, &plan, &keys, &device.device)?;
         let table = ParamTable::of(&restored.model)?;
-        let start = StartFrom { keys, state: restored.state, steps_taken: restored.step, hook: self.hook };
+        let start = StartFrom { keys, state: restored.state, steps_taken: restored.step };
         let dp = DpOptimizer::assemble(config, plan, &table, restored.optimizer, start, self.batch_size, &device)?;
         Ok((restored.model, dp))
     }
@@ -150,7 +139,7 @@ impl PrivacyEngine {
         if let (Some(seed), Some(keys)) = (self.privacy.settings.seed, &self.keys)
             && *keys != StreamKeys::for_run(Some(seed))
         {
-            return Err(EngineError::Resume("the keys given are not those of the run's seed".into()));
+            return Err(EngineError::invalid("keys", "the keys given are not those of the run's seed"));
         }
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
@@ -166,7 +155,7 @@ impl PrivacyEngine {
 /// The loss and the per-example gradients of `model` on the first two examples of `source`,
 /// so that a mistake in the model or the loss is a one-line error before the run starts; a
 /// parameter that no layer recorded (it would have no per-example gradient) is refused by name.
-pub fn dry_run<M: Module>(
+fn dry_run<M: Module>(
     model: &M,
     source: &dyn LotSource<M>,
     batching: Batching,

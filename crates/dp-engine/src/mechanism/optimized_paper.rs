@@ -179,8 +179,9 @@ impl NoiseAllocation for Sphere {
     /// Refused unless every sigma is positive and finite; the multiplier is read as the step
     /// reads it: the least f32 sigma, divided by alpha.
     fn restore(&mut self, state: Vec<Tensor<1>>) -> Result<()> {
-        let least = state.iter().flat_map(to_host).map(f64::from).fold(f64::INFINITY, f64::min);
-        let finite = state.iter().flat_map(to_host).all(f32::is_finite);
+        let host: Vec<f32> = state.iter().flat_map(to_host).collect();
+        let least = host.iter().copied().map(f64::from).fold(f64::INFINITY, f64::min);
+        let finite = host.iter().all(|s| s.is_finite());
         if !(finite && least > 0.0) {
             return Err(EngineError::Privacy(format!(
                 "a sigma of {least} (or one that is not finite) cannot have been used"

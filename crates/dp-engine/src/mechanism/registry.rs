@@ -48,16 +48,18 @@ pub const BUILTIN: [Registered; 6] = [
     optimized_paper::REGISTERED,
 ];
 
-/// The entry of `name`.
-fn entry(name: MechanismName) -> &'static Registered {
-    // BUILTIN has a line for every name (a test checks it); the first entry is the fallback.
-    BUILTIN.iter().find(|e| e.name == name).unwrap_or(&BUILTIN[0])
+/// The entry of `name`, refused when BUILTIN lacks its line (never another mechanism instead).
+fn entry(name: MechanismName) -> Result<&'static Registered> {
+    BUILTIN
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| EngineError::invalid("mechanism", format!("{name} has no line in the registry")))
 }
 
 /// The built-in mechanism `name` with its `options` (configuration keys to values); a key it
 /// does not read is refused, naming the mechanisms that do.
 pub fn named(name: MechanismName, options: &toml::Table) -> Result<Arc<dyn Mechanism>> {
-    let entry = entry(name);
+    let entry = entry(name)?;
     if let Some(key) = options.keys().find(|k| !entry.options.contains(&k.as_str())) {
         let readers: Vec<String> = BUILTIN
             .iter()
@@ -109,7 +111,7 @@ mod tests {
             let built = named(e.name, &toml::Table::new()).expect("defaults build");
             assert_eq!(built.name(), e.name.to_string());
         }
-        assert_eq!(BUILTIN.len(), 6, "a name without an entry would build the fallback");
+        assert_eq!(BUILTIN.len(), 6, "every name has its line");
     }
 
     #[test]

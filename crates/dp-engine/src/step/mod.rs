@@ -71,17 +71,21 @@ pub trait LotStep<M> {
     fn hook(&self) -> Option<&dyn StepHook> {
         None
     }
+
+    /// Installs `hook` into the step; refused where nothing is released (the baseline).
+    fn set_hook(&mut self, _hook: Box<dyn StepHook>) -> Result<()> {
+        Err(EngineError::invalid("hook", "the unperturbed baseline releases nothing a hook could see"))
+    }
 }
 
 /// The step of a run of `config`'s mechanism at noise multiplier `z` (None: the baseline's plain
-/// step), continuing from `state`, with a `hook` into its private steps (an audit's canaries).
+/// step), continuing from `state`.
 pub fn for_run<M: Module>(
     config: &PrivacyConfig,
     z: Option<f64>,
     table: &ParamTable,
     batching: Batching,
     state: StepState,
-    hook: Option<Box<dyn StepHook>>,
 ) -> Result<Box<dyn LotStep<M>>> {
     let StepState { sampler, noise, ledger, allocation: kept } = state;
     let Some(z) = z else {
@@ -105,7 +109,7 @@ pub fn for_run<M: Module>(
         sampler,
         noise: GaussianNoise::from_state(noise),
         ledger,
-        hook,
+        hook: None,
         mechanism,
     }))
 }

@@ -141,4 +141,9 @@ impl<M: Module> LotStep<M> for PrivateStep {
     fn hook(&self) -> Option<&dyn StepHook> {
         self.hook.as_deref()
     }
+
+    fn set_hook(&mut self, hook: Box<dyn StepHook>) -> Result<()> {
+        self.hook = Some(hook);
+        Ok(())
+    }
 }
