@@ -7,13 +7,13 @@
 //! complete state. Loading checks the MAC; what the privacy claim depends on is then checked
 //! against the run by the library (`dp_checkpoint::restore`).
 //!
-//! Layout: `DPTCKPT4` | header length (u64 LE) | header JSON (the state's header under `state`) |
-//! model | optimiser | allocation | MAC.
+//! Layout: `DPTCKPT5` | header length (u64 LE) | header JSON | the library's checkpoint (one
+//! burnpack, `DpCheckpoint::to_bytes`) | MAC.
 
 use crate::run_folder::files::{PUBLIC, read_regular, write_atomic};
 use crate::run_folder::sha256_hex;
 use dp_data::SecretKey;
-use dp_engine::dp_checkpoint::{DpCheckpoint, DpStateHeader, MAX_HEADER, take};
+use dp_engine::dp_checkpoint::DpCheckpoint;
 use dp_engine::error::{EngineError, Result};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -21,9 +21,15 @@ use sha2::Sha256;
 use std::path::{Path, PathBuf};
 
 /// The first bytes of every checkpoint.
-const MAGIC: &[u8; 8] = b"DPTCKPT4";
-/// The first bytes of an older version, which kept the streams' keys in the file.
-const OLD_MAGIC: &[u8; 8] = b"DPTCKPT2";
+const MAGIC: &[u8; 8] = b"DPTCKPT5";
+/// The first bytes of older versions, and why this one cannot resume them.
+const OLD_VERSIONS: [(&[u8; 8], &str); 2] = [
+    (b"DPTCKPT2", "written by an older dptrain, which kept the run's keys in it: it cannot be resumed"),
+    (b"DPTCKPT4", "written by an older dptrain, whose ledger held no events: finish the run with that version"),
+];
+/// The largest header accepted (a header is a few hundred bytes; this bounds what a damaged
+/// length field can make the reader allocate).
+const MAX_HEADER: u64 = 1 << 20;
 /// Bytes of the MAC at the end.
 const MAC_BYTES: usize = 32;
 
@@ -49,8 +55,6 @@ pub struct Header {
     pub started: u64,
     /// Training seconds so far.
     pub seconds: f64,
-    /// The DP run's state: steps, ledger, stream positions, sizes of the records.
-    pub state: DpStateHeader,
     /// SHA-256 of the model record.
     pub model_digest: String,
     /// SHA-256 of the parameters' values alone (f32 LE, in the module's order): equal for two
@@ -58,8 +62,7 @@ pub struct Header {
     pub values_digest: String,
 }
 
-/// A checkpoint in memory: the run folder's header and the library's state (whose header is
-/// the header's `state`).
+/// A checkpoint in memory: the run folder's header and the library's state.
 #[derive(Debug, Clone)]
 pub struct Checkpoint {
     /// The run folder's fields.
@@ -81,11 +84,12 @@ impl Checkpoint {
     /// The file's bytes, sealed with `key`.
     fn to_bytes(&self, key: &SecretKey) -> Result<Vec<u8>> {
         let header = serde_json::to_vec(&self.header).map_err(|e| EngineError::invalid("checkpoint", e.to_string()))?;
-        let mut out = Vec::with_capacity(header.len() + self.state.model.len() + self.state.optimizer.len() + 64);
+        let state = self.state.to_bytes()?;
+        let mut out = Vec::with_capacity(header.len() + state.len() + 64);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&(header.len() as u64).to_le_bytes());
         out.extend_from_slice(&header);
-        self.state.write_sections(&mut out);
+        out.extend_from_slice(&state);
         let mut mac = seal(key);
         mac.update(&out);
         out.extend_from_slice(&mac.finalize().into_bytes());
@@ -101,11 +105,8 @@ impl Checkpoint {
     /// not hold.
     pub fn load(path: &Path, key: &SecretKey) -> Result<Self> {
         let bytes = read_regular(path, dp_data::memory::budget())?;
-        if bytes.starts_with(OLD_MAGIC) {
-            return Err(err(
-                path,
-                "written by an older dptrain, which kept the run's keys in it: it cannot be resumed",
-            ));
+        if let Some((_, why)) = OLD_VERSIONS.iter().find(|(magic, _)| bytes.starts_with(*magic)) {
+            return Err(err(path, why));
         }
         if bytes.len() < MAGIC.len() + 8 + MAC_BYTES || &bytes[..MAGIC.len()] != MAGIC {
             return Err(err(path, "not a dptrain checkpoint of this version"));
@@ -119,15 +120,15 @@ impl Checkpoint {
                 "its MAC does not verify under the run's key: the file is damaged, was edited, or belongs to another run",
             ));
         }
-        let mut rest = &body[MAGIC.len()..];
-        let len = take(&mut rest, 8, "header length").map_err(|e| err(path, e))?;
+        let (len, rest) = body[MAGIC.len()..].split_at(8);
         let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
-        if len > MAX_HEADER {
+        let header_end = usize::try_from(len).ok().filter(|&n| len <= MAX_HEADER && n <= rest.len());
+        let Some(header_end) = header_end else {
             return Err(err(path, format!("a header of {len} bytes")));
-        }
-        let header: Header = serde_json::from_slice(take(&mut rest, len, "header").map_err(|e| err(path, e))?)
-            .map_err(|e| err(path, format!("corrupt header: {e}")))?;
-        let state = DpCheckpoint::read_sections(header.state.clone(), rest).map_err(|e| err(path, e))?;
+        };
+        let (header, rest) = rest.split_at(header_end);
+        let header: Header = serde_json::from_slice(header).map_err(|e| err(path, format!("corrupt header: {e}")))?;
+        let state = DpCheckpoint::from_bytes(rest).map_err(|e| err(path, e))?;
         if sha256_hex(&state.model) != header.model_digest {
             return Err(err(path, "the model record does not match its digest"));
         }

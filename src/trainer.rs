@@ -15,7 +15,7 @@ use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use dp_accounting::Guarantee;
+use dp_accounting::PrivacyReport;
 use dp_data::{ChaChaState, DatasetName, ImageDataset, Split};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
@@ -28,7 +28,6 @@ use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::mechanism::MechanismName;
 use dp_engine::optimizer::optimizer;
 use dp_engine::plan::Plan;
-use dp_engine::privacy::PrivacySpent;
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
 use dp_engine::step::StepState;
@@ -63,9 +62,9 @@ pub enum Event {
         /// Step the run starts from (non-zero when resumed).
         start_step: u64,
         /// Privacy the whole planned run will have spent.
-        planned_privacy: PrivacySpent,
+        planned_privacy: Box<PrivacyReport>,
         /// optimized-paper: the epsilon of the smallest sigma it will use (label none).
-        planned_sigma_privacy: Option<PrivacySpent>,
+        planned_sigma_privacy: Option<Box<PrivacyReport>>,
         /// Caveats the user must read.
         notes: Vec<String>,
     },
@@ -90,7 +89,7 @@ pub enum Event {
         /// Test accuracy.
         test_accuracy: f64,
         /// Privacy spent so far.
-        privacy: PrivacySpent,
+        privacy: PrivacyReport,
     },
 }
 
@@ -112,8 +111,8 @@ impl Event {
             noise_multiplier: dp.noise_multiplier(),
             planned_steps: dp.planned_steps(),
             start_step,
-            planned_privacy: dp.planned_privacy().clone(),
-            planned_sigma_privacy: dp.planned_second_readout().cloned(),
+            planned_privacy: Box::new(dp.planned_privacy().clone()),
+            planned_sigma_privacy: dp.planned_second_readout().cloned().map(Box::new),
             notes: dp.notes().to_vec(),
         }
     }
@@ -124,17 +123,13 @@ impl Event {
 pub struct TrainReport {
     /// Test accuracy of the final model.
     pub test_accuracy: f64,
-    /// Epsilon spent (None for the baseline).
-    pub epsilon: Option<f64>,
-    /// Delta.
-    pub delta: f64,
-    /// Accountant.
-    pub accountant: String,
-    /// Guarantee label of epsilon.
-    pub guarantee: Guarantee,
+    /// Epsilon spent (infinite for the baseline, null in JSON), its delta, accountant and
+    /// label.
+    #[serde(flatten)]
+    pub privacy: PrivacyReport,
     /// optimized-paper: the epsilon of the Gaussian mechanism with the smallest sigma used
     /// (label none: w came from the private data).
-    pub sigma_privacy: Option<PrivacySpent>,
+    pub sigma_privacy: Option<PrivacyReport>,
     /// Steps taken.
     pub steps: u64,
     /// Wall-clock training seconds (over all resumed segments).
@@ -331,7 +326,6 @@ fn save(
         seeded: snap.seeded,
         started: snap.started,
         seconds: snap.seconds,
-        state: state.header.clone(),
         model_digest: sha256_hex(&state.model),
         values_digest: values_digest(model),
     };
@@ -574,13 +568,11 @@ fn finish(
     test_data: &ImageDataset,
 ) -> Result<TrainReport> {
     let spent = dp.privacy()?;
+    let delta = spent.delta;
     let planned_steps = dp.planned_steps();
     let report = TrainReport {
         test_accuracy: evaluate(&ended.model, test_data, &device.device)?,
-        epsilon: spent.epsilon,
-        delta: spent.delta,
-        accountant: spent.accountant,
-        guarantee: spent.guarantee,
+        privacy: spent,
         sigma_privacy: dp.second_readout()?,
         steps: ended.step,
         seconds: ended.seconds,
@@ -597,7 +589,7 @@ fn finish(
         audit: session
             .audit
             .zip(dp.hook().and_then(|h| h.as_any().downcast_ref::<WhiteBoxCanaries>()))
-            .map(|(request, c)| c.audit(spent.delta, request.confidence)),
+            .map(|(request, c)| c.audit(delta, request.confidence)),
     };
     run_folder::write_report(&config.out_dir, &report)?;
     Ok(report)

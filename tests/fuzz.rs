@@ -9,6 +9,9 @@
 //! the test) or an accepted forgery of the streams. The counts are printed (`--nocapture`) and
 //! recorded in docs/RESULTS.md; DPTRAIN_FUZZ_ROUNDS scales them (default 10).
 
+#[path = "common/checkpoint_view.rs"]
+mod checkpoint_view;
+
 use dp_accounting::LotSampling;
 use dp_data::idx::{encode_idx, read_idx};
 use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
@@ -175,19 +178,6 @@ fn mac_key(run: &Path) -> Vec<u8> {
     hex::decode(keys["mac_key"].as_str().unwrap()).unwrap()
 }
 
-/// The header of a checkpoint and where it ends.
-fn header_of(bytes: &[u8]) -> (serde_json::Value, usize) {
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
-    (serde_json::from_slice(&bytes[16..16 + len]).unwrap(), 16 + len)
-}
-
-/// A checkpoint body with its header replaced by `header`.
-fn with_header(bytes: &[u8], header: &serde_json::Value) -> Vec<u8> {
-    let (_, end) = header_of(bytes);
-    let json = serde_json::to_vec(header).unwrap();
-    [&bytes[..8], &(json.len() as u64).to_le_bytes(), &json, &bytes[end..bytes.len() - 32]].concat()
-}
-
 /// Numbers a mutated sampler or noise position takes: near the true one, at the edges, huge.
 fn extreme(rng: &mut ChaCha20Rng, truth: u64) -> serde_json::Value {
     match rng.random_range(0..6) {
@@ -277,14 +267,14 @@ fn checkpoints(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
             tally.run("resume", || train(config.clone(), resume, &device, &mut |_| {}));
         }
         // The sampler's and the noise's positions edited under a valid MAC: never resumed.
-        let (header, _) = header_of(&good);
+        let header = checkpoint_view::view(&good);
         for _ in 0..rounds(20) {
             let mut h = header.clone();
             mutate_streams(&mut h, rng);
             if h == header {
                 continue;
             }
-            std::fs::write(&path, sealed(&with_header(&good, &h), &key)).unwrap();
+            std::fs::write(&path, sealed(&checkpoint_view::body(&good, &h), &key)).unwrap();
             tally.refused("sampler/noise state", || train(config.clone(), resume, &device, &mut |_| {}));
         }
         std::fs::write(&path, &good).unwrap();

@@ -360,18 +360,25 @@ fn every_mechanism_resumes_exactly_where_the_whole_run_ends() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert!(dptrain(&[args.clone(), vec!["--stop-after", "4"]].concat()).status.success());
     let original = std::fs::read(out.join("checkpoint.bin")).unwrap();
-    let z = checkpoint(&out)["state"]["ledger"]["entries"][0]["noise_multiplier"].as_f64().unwrap();
+    let gaussian = |h: &mut Value| h["state"]["ledger"]["entries"][0]["event"]["events"][0].clone();
+    let z = gaussian(&mut checkpoint(&out))["of"]["noise_multiplier"].as_f64().unwrap();
     let cases: [(f64, &str); 2] = [(100.0, "ledger entry"), (z * (1.0 + 2e-6), "current sigma")];
     for (edited, needle) in cases {
         std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
-        tamper(&out, &|h| h["state"]["ledger"]["entries"][0]["noise_multiplier"] = edited.into());
+        tamper(&out, &|h| {
+            h["state"]["ledger"]["entries"][0]["event"]["events"][0]["of"]["noise_multiplier"] = edited.into()
+        });
         one_line_error(&dptrain(&[args.clone(), vec!["--resume"]].concat()), needle);
     }
+    // The unaccounted use of w dropped from the ledger: its sigma readout would claim a
+    // certificate.
+    std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
+    tamper(&out, &|h| h["state"]["ledger"]["entries"][0]["event"] = gaussian(h));
+    one_line_error(&dptrain(&[args.clone(), vec!["--resume"]].concat()), "ledger entry");
     // The current sigma dropped (header and records): resumed, it would be recomputed mid-window.
     std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
-    let sigma_bytes: u64 =
-        checkpoint(&out)["state"]["allocation"].as_array().unwrap().iter().map(|n| 4 * n.as_u64().unwrap()).sum();
-    forge(&out, &mac_key(&out), &|h| h["state"]["allocation"] = Value::Null, sigma_bytes as usize);
+    assert!(checkpoint(&out)["state"]["allocation"].is_array());
+    tamper(&out, &|h| h["state"]["allocation"] = Value::Null);
     one_line_error(&dptrain(&[args.clone(), vec!["--resume"]].concat()), "allocation");
 }
 
@@ -438,20 +445,27 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
     let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "noise multiplier",
-            Box::new(|h| h["state"]["ledger"]["entries"][0]["noise_multiplier"] = 100.0.into()),
+            Box::new(|h| h["state"]["ledger"]["entries"][0]["event"]["of"]["noise_multiplier"] = 100.0.into()),
             "ledger entry",
         ),
         (
             "sampling rate",
-            Box::new(|h| h["state"]["ledger"]["entries"][0]["sample_rate"] = 0.0043.into()),
+            Box::new(|h| h["state"]["ledger"]["entries"][0]["event"]["sample_rate"] = 0.0043.into()),
             "ledger entry",
         ),
         (
             "shuffled entry",
-            Box::new(|h| h["state"]["ledger"]["entries"][0]["sampling"] = "shuffled".into()),
+            Box::new(|h| h["state"]["ledger"]["entries"][0]["event"]["event"] = "shuffled".into()),
             "ledger entry",
         ),
-        ("ledger steps", Box::new(|h| h["state"]["ledger"]["entries"][0]["steps"] = 1.into()), "ledger holds 1"),
+        ("ledger steps", Box::new(|h| h["state"]["ledger"]["entries"][0]["count"] = 1.into()), "ledger holds 1"),
+        (
+            "non-private entry",
+            Box::new(|h| {
+                h["state"]["ledger"]["entries"][0]["event"] = serde_json::json!({"event": "non-private", "what": "x"})
+            }),
+            "ledger entry",
+        ),
         ("empty ledger", Box::new(|h| h["state"]["ledger"]["entries"] = serde_json::json!([])), "ledger holds 0"),
         ("step", Box::new(|h| h["state"]["step"] = 2.into()), "the run took 2"),
         ("planned steps", Box::new(|h| h["state"]["planned_steps"] = 5.into()), "planned"),
@@ -470,7 +484,7 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
             "step rewound",
             Box::new(move |h| {
                 h["state"]["step"] = 2.into();
-                h["state"]["ledger"]["entries"][0]["steps"] = 2.into();
+                h["state"]["ledger"]["entries"][0]["count"] = 2.into();
                 h["state"]["noise"]["word_pos"] = (2 * words_per_step).into();
             }),
             "sampler",
@@ -479,7 +493,7 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
         ("seconds huge", Box::new(|h| h["seconds"] = 1e308.into()), "training seconds"),
         ("started in the future", Box::new(|h| h["started"] = (u64::MAX / 2).into()), "training seconds"),
         ("seed dropped", Box::new(|h| h["seeded"] = false.into()), "seeded"),
-        ("allocation added", Box::new(|h| h["state"]["allocation"] = serde_json::json!([])), "allocation"),
+        ("allocation added", Box::new(|h| h["state"]["allocation"] = serde_json::json!([7840, 10])), "allocation"),
         ("config digest", Box::new(|h| h["config_digest"] = "0".repeat(64).into()), "config.toml"),
     ];
     let refused = |what: &str, needle: &str| {
@@ -497,7 +511,7 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
         refused(what, needle);
         // Without the run's key the same edit fails the MAC, before any other check.
         std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
-        tamper_with_key(&out, &[7; 32], edit.as_ref());
+        forge(&out, &[7; 32], edit.as_ref());
         refused(what, "MAC");
     }
     // A flipped byte: damaged.

@@ -13,7 +13,7 @@ mod oracle;
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
-use dp_accounting::LotSampling;
+use dp_accounting::{DpEvent, LotSampling};
 use dp_data::image_dataset::{ImageDataset, Normalization as PixelNormalization};
 use dp_data::{ChaChaState, LotSampler, Sampling};
 use dp_engine::activation::Activation;
@@ -157,11 +157,14 @@ fn check_steps(device: &Device) {
     }
     let entries = private.ledger().entries();
     assert_eq!(entries.len(), 1);
-    assert_eq!((entries[0].noise_multiplier, entries[0].sample_rate, entries[0].steps), (z, 1.0, 1));
-    assert_eq!(entries[0].sampling, LotSampling::Poisson);
+    assert_eq!(entries[0], (1, DpEvent::sampled_gaussian(z, 1.0, LotSampling::Poisson).unwrap()));
 
     let (after, plain) = one_step(MechanismName::None, clip, z, &model, &data, device);
-    assert!(plain.ledger().is_empty(), "the baseline releases nothing private");
+    let released = plain.ledger().entries();
+    assert!(
+        matches!(released, [(1, DpEvent::NonPrivate { .. })]),
+        "the baseline releases its gradient without privacy: {released:?}"
+    );
     let mean = vec![1.0 / N as f64; N];
     for (k, p) in table.params().iter().enumerate() {
         let want: Vec<f64> =

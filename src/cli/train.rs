@@ -13,7 +13,6 @@ use dp_engine::canaries::AuditRequest;
 use dp_engine::clipping::Clipping;
 use dp_engine::mechanism::MechanismName;
 use dp_engine::optimizer::OptimizerName;
-use dp_engine::privacy::PrivacySpent;
 use dp_engine::privacy_settings::AccountantName;
 use dp_engine::smoothing::SmoothingScope;
 use dptrain::checkpoint::checkpoint_path;
@@ -404,12 +403,10 @@ fn print_report(r: &TrainReport, json: bool) -> Result<()> {
         println!("{}", serde_json::to_string(r)?);
         return Ok(());
     }
-    let privacy =
-        PrivacySpent { epsilon: r.epsilon, delta: r.delta, accountant: r.accountant.clone(), guarantee: r.guarantee };
     println!(
         "test accuracy {:.2}% | {} | {} steps in {:.1} s on {}",
         r.test_accuracy * 100.0,
-        privacy,
+        r.privacy,
         r.steps,
         r.seconds,
         r.device

@@ -2,6 +2,8 @@
 //! one-line error contract, and reading or forging a run folder's checkpoint.
 #![allow(dead_code)]
 
+pub mod checkpoint_view;
+
 use dp_data::idx::encode_idx;
 use serde_json::Value;
 use std::path::Path;
@@ -55,12 +57,12 @@ pub fn base_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
     vec!["train", "--device", "cpu", "--data-dir", data, "--out-dir", out, "--model", "logreg", "--lot-size", "50"]
 }
 
-/// The JSON header of the run's checkpoint.bin (magic, header length, header, records, MAC).
+/// The run's checkpoint.bin as JSON: its header, with the library's state under `state`
+/// ([`checkpoint_view::view`]).
 pub fn checkpoint(out: &Path) -> Value {
     let bytes = std::fs::read(out.join("checkpoint.bin")).unwrap();
-    assert_eq!(&bytes[..8], b"DPTCKPT4");
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
-    serde_json::from_slice(&bytes[16..16 + len]).unwrap()
+    assert_eq!(&bytes[..8], b"DPTCKPT5");
+    checkpoint_view::view(&bytes)
 }
 
 /// Runs `dptrain` with `args` and `--json`, which must succeed: its report and the checkpoint in
@@ -78,34 +80,23 @@ pub fn mac_key(out: &Path) -> Vec<u8> {
     hex::decode(keys["mac_key"].as_str().unwrap()).unwrap()
 }
 
-/// Rewrites the checkpoint in `out` with `edit` applied to its header and `cut` bytes removed
-/// from the end of its records, sealed with `key` (the run's MAC key: a forger holding the key
-/// file, so that only the checks against the run can catch the edit; any other key: a forger
-/// without it).
-pub fn forge(out: &Path, key: &[u8], edit: &dyn Fn(&mut Value), cut: usize) {
+/// Rewrites the checkpoint in `out` with `edit` applied to its JSON view ([`checkpoint`]),
+/// sealed with `key` (the run's MAC key: a forger holding the key file, so that only the checks
+/// against the run can catch the edit; any other key: a forger without it).
+pub fn forge(out: &Path, key: &[u8], edit: &dyn Fn(&mut Value)) {
     use hmac::Mac;
     let path = out.join("checkpoint.bin");
     let bytes = std::fs::read(&path).unwrap();
-    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
-    let mut header: Value = serde_json::from_slice(&bytes[16..16 + len]).unwrap();
-    edit(&mut header);
-    let header = serde_json::to_vec(&header).unwrap();
-    let mut body = b"DPTCKPT4".to_vec();
-    body.extend((header.len() as u64).to_le_bytes());
-    body.extend(&header);
-    body.extend(&bytes[16 + len..bytes.len() - 32 - cut]);
+    let mut view = checkpoint_view::view(&bytes);
+    edit(&mut view);
+    let mut body = checkpoint_view::body(&bytes, &view);
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).unwrap();
     mac.update(&body);
     body.extend(mac.finalize().into_bytes());
     std::fs::write(&path, body).unwrap();
 }
 
-/// [`forge`] of the header alone.
-pub fn tamper_with_key(out: &Path, key: &[u8], edit: &dyn Fn(&mut Value)) {
-    forge(out, key, edit, 0);
-}
-
-/// [`tamper_with_key`] with the run's own key.
+/// [`forge`] with the run's own key.
 pub fn tamper(out: &Path, edit: &dyn Fn(&mut Value)) {
-    tamper_with_key(out, &mac_key(out), edit);
+    forge(out, &mac_key(out), edit);
 }

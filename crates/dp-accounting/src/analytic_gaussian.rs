@@ -1,8 +1,9 @@
 //! The analytic Gaussian mechanism (Balle & Wang 2018): exact (epsilon, delta) of one Gaussian
 //! release, and of any full-batch (q = 1) run, which composes into a single Gaussian.
 
-use crate::accountant::Accountant;
+use crate::accountant::{Accountant, without_gaussian};
 use crate::error::{AccountingError, Result};
+use crate::event::DpEvent;
 use crate::ledger::PrivacyLedger;
 use crate::report::PrivacyReport;
 use crate::special::log_ndtr;
@@ -80,22 +81,34 @@ impl Accountant for AnalyticGaussianAccountant {
         "analytic"
     }
 
+    /// Unsampled Gaussian releases only (a Poisson rate of 1 is no sampling).
+    fn supports(&self, event: &DpEvent) -> bool {
+        event.parts().iter().all(|(_, part)| match part {
+            DpEvent::Gaussian { .. } => true,
+            DpEvent::PoissonSampled { sample_rate, of } => {
+                *sample_rate == 1.0 && matches!(of.as_ref(), DpEvent::Gaussian { .. })
+            }
+            _ => false,
+        })
+    }
+
     fn epsilon(&self, ledger: &PrivacyLedger, delta: f64) -> Result<PrivacyReport> {
         let delta = validate::delta(delta)?;
-        if let Some(e) = ledger.entries().iter().find(|e| e.sample_rate < 1.0) {
+        let groups = ledger.grouped()?;
+        if let Some(e) = groups.iter().find(|e| e.sample_rate < 1.0) {
             return Err(AccountingError::InvalidParameter {
                 name: "sample rate",
                 value: e.sample_rate.to_string(),
                 requirement: "the analytic Gaussian accountant needs full batches (q = 1); use rdp or prv",
             });
         }
-        if ledger.is_empty() {
-            return Ok(PrivacyReport::new(0.0, delta, self.name(), ledger.guarantee()));
+        if groups.is_empty() || ledger.event().is_non_private() {
+            return Ok(without_gaussian(self, ledger, delta));
         }
-        let precision: f64 =
-            ledger.entries().iter().map(|e| e.steps as f64 / (e.noise_multiplier * e.noise_multiplier)).sum();
+        let precision: f64 = groups.iter().map(|e| e.steps as f64 / (e.noise_multiplier * e.noise_multiplier)).sum();
         let z_eff = 1.0 / precision.sqrt();
-        let mut report = PrivacyReport::new(epsilon_for_delta(z_eff, delta)?, delta, self.name(), ledger.guarantee());
+        let guarantee = self.guarantee(&ledger.event());
+        let mut report = PrivacyReport::new(epsilon_for_delta(z_eff, delta)?, delta, self.name(), guarantee);
         report.effective_noise_multiplier = Some(z_eff);
         Ok(report)
     }

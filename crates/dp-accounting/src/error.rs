@@ -18,6 +18,9 @@ pub enum AccountingError {
     /// The requested privacy target cannot be met by any admissible noise level.
     #[error("target unreachable: {0}")]
     Unreachable(String),
+    /// The accountant has no way to compute with this kind of release.
+    #[error("unsupported release: {0}")]
+    Unsupported(String),
     /// The numerical method cannot give a trustworthy answer for these inputs.
     #[error("numerical limit: {0}")]
     Numerical(String),

@@ -1,72 +1,34 @@
-//! The privacy ledger: every Gaussian step a run has taken, with how its lot was sampled (what
-//! happened, apart from how it is accounted), serializable so checkpoints keep it.
+//! The privacy ledger: every release of a run as an event that says what happened (apart from
+//! how it is accounted), in order, with consecutive equal releases counted together;
+//! serializable so checkpoints keep it.
 
 use crate::error::Result;
-use crate::report::Guarantee;
-use crate::validate;
+use crate::event::{DpEvent, GaussianSteps, LotSampling};
 use serde::{Deserialize, Serialize};
 
-/// How the examples of a step's lot were chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LotSampling {
-    /// Each example independently with probability q: what the accountants' proofs assume.
-    Poisson,
-    /// Fixed-size lots from shuffled passes: no accountant here covers it, so an epsilon
-    /// computed as if it were Poisson carries no guarantee.
-    Shuffled,
-}
-
-/// `steps` applications of the subsampled Gaussian mechanism with one noise multiplier, one
-/// sampling rate and one way of sampling.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct GaussianSteps {
-    /// Noise standard deviation divided by the L2 sensitivity (clipping norm).
-    pub noise_multiplier: f64,
-    /// Sampling rate q in (0, 1]; 1 means full batch.
-    pub sample_rate: f64,
-    /// How many steps used these parameters.
-    pub steps: u64,
-    /// How the lots were drawn.
-    pub sampling: LotSampling,
-}
-
-impl GaussianSteps {
-    /// A validated entry of Poisson-sampled steps.
-    pub fn new(noise_multiplier: f64, sample_rate: f64, steps: u64) -> Result<Self> {
-        Self::sampled(noise_multiplier, sample_rate, steps, LotSampling::Poisson)
-    }
-
-    /// A validated entry of steps whose lots were drawn by `sampling`.
-    pub fn sampled(noise_multiplier: f64, sample_rate: f64, steps: u64, sampling: LotSampling) -> Result<Self> {
-        Ok(Self {
-            noise_multiplier: validate::noise_multiplier(noise_multiplier)?,
-            sample_rate: validate::sample_rate(sample_rate)?,
-            steps: validate::steps(steps)?,
-            sampling,
-        })
-    }
-
-    fn same_mechanism(&self, other: &Self) -> bool {
-        self.noise_multiplier == other.noise_multiplier
-            && self.sample_rate == other.sample_rate
-            && self.sampling == other.sampling
-    }
-}
-
-/// An ordered record of heterogeneous steps. Composition is commutative, so accountants may group
+/// An ordered record of a run's releases. Composition is commutative, so accountants may group
 /// equal mechanisms; the order is kept for the run's own audit trail.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "LedgerOnDisk", into = "LedgerOnDisk")]
 pub struct PrivacyLedger {
-    entries: Vec<GaussianSteps>,
+    /// (how many times, what) in the order they happened.
+    entries: Vec<(u64, DpEvent)>,
 }
 
-/// The serialized form; loading re-validates every entry so a corrupted checkpoint cannot
-/// smuggle in an invalid step.
+/// One entry as it is serialized.
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntryOnDisk {
+    count: u64,
+    event: DpEvent,
+}
+
+/// The serialized form; loading re-validates every event so a corrupted checkpoint cannot
+/// smuggle in an invalid release.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct LedgerOnDisk {
-    entries: Vec<GaussianSteps>,
+    entries: Vec<EntryOnDisk>,
 }
 
 impl TryFrom<LedgerOnDisk> for PrivacyLedger {
@@ -74,7 +36,7 @@ impl TryFrom<LedgerOnDisk> for PrivacyLedger {
     fn try_from(raw: LedgerOnDisk) -> Result<Self> {
         let mut ledger = PrivacyLedger::new();
         for e in raw.entries {
-            ledger.record_entry(GaussianSteps::sampled(e.noise_multiplier, e.sample_rate, e.steps, e.sampling)?);
+            ledger.record_event(e.event, e.count)?;
         }
         Ok(ledger)
     }
@@ -82,7 +44,7 @@ impl TryFrom<LedgerOnDisk> for PrivacyLedger {
 
 impl From<PrivacyLedger> for LedgerOnDisk {
     fn from(l: PrivacyLedger) -> Self {
-        LedgerOnDisk { entries: l.entries }
+        LedgerOnDisk { entries: l.entries.into_iter().map(|(count, event)| EntryOnDisk { count, event }).collect() }
     }
 }
 
@@ -92,62 +54,59 @@ impl PrivacyLedger {
         Self::default()
     }
 
-    /// A ledger holding one homogeneous run.
+    /// A ledger holding one homogeneous run of Poisson-sampled Gaussian steps.
     pub fn homogeneous(noise_multiplier: f64, sample_rate: f64, steps: u64) -> Result<Self> {
         let mut l = Self::new();
         l.record(noise_multiplier, sample_rate, steps)?;
         Ok(l)
     }
 
-    /// Records `steps` more Poisson-sampled steps.
+    /// Records `steps` more Poisson-sampled Gaussian steps.
     pub fn record(&mut self, noise_multiplier: f64, sample_rate: f64, steps: u64) -> Result<()> {
-        self.record_entry(GaussianSteps::new(noise_multiplier, sample_rate, steps)?);
+        self.record_event(DpEvent::sampled_gaussian(noise_multiplier, sample_rate, LotSampling::Poisson)?, steps)
+    }
+
+    /// Records `event`, `count` times, after validating both; it shares an entry with the last
+    /// one when they are the same release.
+    pub fn record_event(&mut self, event: DpEvent, count: u64) -> Result<()> {
+        event.validate()?;
+        crate::validate::steps(count)?;
+        match self.entries.last_mut() {
+            Some((n, last)) if *last == event => *n = n.saturating_add(count),
+            _ => self.entries.push((count, event)),
+        }
         Ok(())
     }
 
-    /// Records an entry; consecutive steps of the same mechanism share one entry.
-    pub fn record_entry(&mut self, entry: GaussianSteps) {
-        match self.entries.last_mut() {
-            Some(last) if last.same_mechanism(&entry) => last.steps += entry.steps,
-            _ => self.entries.push(entry),
+    /// The whole run as one event: its entries, composed in order.
+    pub fn event(&self) -> DpEvent {
+        DpEvent::Composed {
+            events: self
+                .entries
+                .iter()
+                .map(|(count, e)| DpEvent::SelfComposed { count: *count, of: Box::new(e.clone()) })
+                .collect(),
         }
     }
 
-    /// The label a sound accountant's epsilon for this ledger earns: certified when every lot
-    /// was Poisson-sampled, none when some were not (the proofs assume Poisson sampling).
-    pub fn guarantee(&self) -> Guarantee {
-        if self.entries.iter().all(|e| e.sampling == LotSampling::Poisson) {
-            Guarantee::Certified
-        } else {
-            Guarantee::None
-        }
-    }
-
-    /// The entries in the order they were recorded.
-    pub fn entries(&self) -> &[GaussianSteps] {
+    /// The entries, (how many times, what), in the order they were recorded.
+    pub fn entries(&self) -> &[(u64, DpEvent)] {
         &self.entries
     }
 
-    /// Total number of steps recorded.
+    /// Total number of releases recorded (steps, for a training run).
     pub fn total_steps(&self) -> u64 {
-        self.entries.iter().map(|e| e.steps).sum()
+        self.entries.iter().map(|(n, _)| n).sum()
     }
 
-    /// True when no step has been recorded.
+    /// True when nothing has been recorded.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    /// One entry per distinct mechanism with the steps added up (composition commutes).
-    pub fn grouped(&self) -> Vec<GaussianSteps> {
-        let mut groups: Vec<GaussianSteps> = Vec::new();
-        for e in &self.entries {
-            match groups.iter_mut().find(|g| g.same_mechanism(e)) {
-                Some(g) => g.steps += e.steps,
-                None => groups.push(*e),
-            }
-        }
-        groups
+    /// The Gaussian releases, one entry per distinct mechanism with the steps added up.
+    pub fn grouped(&self) -> Result<Vec<GaussianSteps>> {
+        self.event().gaussian_steps()
     }
 }
 
@@ -164,7 +123,7 @@ mod tests {
         l.record(1.0, 0.01, 1).unwrap();
         assert_eq!(l.entries().len(), 3);
         assert_eq!(l.total_steps(), 19);
-        let g = l.grouped();
+        let g = l.grouped().unwrap();
         assert_eq!(g.len(), 2);
         assert_eq!(g[0].steps, 16);
     }
@@ -175,22 +134,24 @@ mod tests {
         let json = serde_json::to_string(&l).unwrap();
         let back: PrivacyLedger = serde_json::from_str(&json).unwrap();
         assert_eq!(l, back);
-        let bad = r#"{"entries":[{"noise_multiplier":1.0,"sample_rate":1.5,"steps":3,"sampling":"poisson"}]}"#;
-        let err = serde_json::from_str::<PrivacyLedger>(bad).unwrap_err().to_string();
+        let bad = json.replace("0.004", "1.5");
+        let err = serde_json::from_str::<PrivacyLedger>(&bad).unwrap_err().to_string();
         assert!(err.contains("sample rate"), "{err}");
+        let zero = json.replace("\"count\":100", "\"count\":0");
+        assert!(serde_json::from_str::<PrivacyLedger>(&zero).is_err(), "{zero}");
     }
 
     #[test]
     fn a_shuffled_step_takes_the_certificate_away() {
         let mut l = PrivacyLedger::homogeneous(1.0, 0.01, 10).unwrap();
-        assert_eq!(l.guarantee(), Guarantee::Certified);
-        l.record_entry(GaussianSteps::sampled(1.0, 0.01, 1, LotSampling::Shuffled).unwrap());
-        assert_eq!(l.entries().len(), 2, "a shuffled step is another mechanism");
-        assert_eq!(l.guarantee(), Guarantee::None);
-        let report = crate::RdpAccountant::default();
-        let r = crate::Accountant::epsilon(&report, &l, 1e-5).unwrap();
-        assert_eq!(r.guarantee, Guarantee::None);
-        assert!(r.epsilon > 0.0);
+        let rdp = crate::RdpAccountant::default();
+        let certified = crate::Accountant::epsilon(&rdp, &l, 1e-5).unwrap();
+        assert_eq!(certified.guarantee, crate::Guarantee::Certified);
+        l.record_event(DpEvent::sampled_gaussian(1.0, 0.01, LotSampling::Shuffled).unwrap(), 1).unwrap();
+        assert_eq!(l.entries().len(), 2, "a shuffled step is another release");
+        let r = crate::Accountant::epsilon(&rdp, &l, 1e-5).unwrap();
+        assert_eq!(r.guarantee, crate::Guarantee::None);
+        assert!(r.epsilon > certified.epsilon);
     }
 
     #[test]

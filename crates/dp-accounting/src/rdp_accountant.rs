@@ -1,7 +1,8 @@
 //! The RDP accountant: sums per-step RDP curves over a ledger and converts to (epsilon, delta).
 
-use crate::accountant::Accountant;
+use crate::accountant::{Accountant, poisson_gaussian_only, without_gaussian};
 use crate::error::{AccountingError, Result};
+use crate::event::DpEvent;
 use crate::ledger::PrivacyLedger;
 use crate::rdp::{Conversion, extended_orders, standard_orders, subsampled_gaussian_rdp};
 use crate::report::PrivacyReport;
@@ -57,7 +58,7 @@ impl RdpAccountant {
     /// The RDP of the whole ledger at each order.
     pub fn rdp_curve(&self, ledger: &PrivacyLedger) -> Result<Vec<f64>> {
         let mut curve = vec![0.0; self.orders.len()];
-        for g in ledger.grouped() {
+        for g in ledger.grouped()? {
             for (acc, &alpha) in curve.iter_mut().zip(&self.orders) {
                 let per_step = subsampled_gaussian_rdp(g.sample_rate, g.noise_multiplier, alpha)?;
                 *acc += per_step * g.steps as f64;
@@ -83,16 +84,20 @@ impl Accountant for RdpAccountant {
         "rdp"
     }
 
+    fn supports(&self, event: &DpEvent) -> bool {
+        poisson_gaussian_only(event)
+    }
+
     fn epsilon(&self, ledger: &PrivacyLedger, delta: f64) -> Result<PrivacyReport> {
         let delta = validate::delta(delta)?;
-        if ledger.is_empty() {
-            return Ok(PrivacyReport::new(0.0, delta, self.name(), ledger.guarantee()));
+        if ledger.grouped()?.is_empty() || ledger.event().is_non_private() {
+            return Ok(without_gaussian(self, ledger, delta));
         }
         let curve = self.rdp_curve(ledger)?;
         let (epsilon, idx) = self
             .best(&curve, delta)
             .ok_or_else(|| AccountingError::Numerical("the RDP is infinite at every order".to_string()))?;
-        let mut report = PrivacyReport::new(epsilon, delta, self.name(), ledger.guarantee());
+        let mut report = PrivacyReport::new(epsilon, delta, self.name(), self.guarantee(&ledger.event()));
         report.optimal_order = Some(self.orders[idx]);
         report.optimal_order_at_grid_edge = Some(idx == 0 || idx + 1 == self.orders.len());
         report.conversion = Some(format!("{} ({:?} grid)", self.conversion.name(), self.grid).to_lowercase());

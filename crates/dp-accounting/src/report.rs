@@ -26,11 +26,14 @@ impl fmt::Display for Guarantee {
     }
 }
 
-/// An (epsilon, delta) claim with its provenance. Fields that belong to one accountant only are
+/// An (epsilon, delta) claim with its provenance: the one labelled-epsilon type of the
+/// workspace, for the image engine and the DP-ERM methods alike. Fields that belong to one accountant only are
 /// `None` for the others.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrivacyReport {
-    /// The epsilon claimed (for the PRV accountant: its upper bound).
+    /// The epsilon claimed (for the PRV accountant: its upper bound); infinite when something
+    /// was released without privacy (JSON writes it as null).
+    #[serde(deserialize_with = "infinite_when_null")]
     pub epsilon: f64,
     /// The delta at which epsilon holds.
     pub delta: f64,
@@ -85,15 +88,21 @@ impl PrivacyReport {
 }
 
 impl fmt::Display for PrivacyReport {
-    /// One line: `epsilon = 2.5966 (certified, rdp), delta = 1e-5`.
+    /// One line, never an epsilon without its label: `epsilon 2.5966 (delta 1e-5, rdp,
+    /// certified)`, or `epsilon infinite (no privacy, label none)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let eps = if self.epsilon == 0.0 || self.epsilon >= 0.01 {
-            format!("{:.4}", self.epsilon)
-        } else {
-            format!("{:.3e}", self.epsilon)
+        let eps = match self.epsilon {
+            e if e.is_infinite() => return write!(f, "epsilon infinite (no privacy, label {})", self.guarantee),
+            e if e == 0.0 || e >= 0.01 => format!("{e:.4}"),
+            e => format!("{e:.3e}"),
         };
-        write!(f, "epsilon = {eps} ({}, {}), delta = {:e}", self.guarantee, self.accountant, self.delta)
+        write!(f, "epsilon {eps} (delta {:e}, {}, {})", self.delta, self.accountant, self.guarantee)
     }
+}
+
+/// Reads an epsilon that JSON wrote as null (JSON has no infinity) as infinite.
+fn infinite_when_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 #[cfg(test)]
@@ -104,9 +113,15 @@ mod tests {
     fn label_serializes_as_kebab_case() {
         assert_eq!(serde_json::to_string(&Guarantee::PaperBound).unwrap(), "\"paper-bound\"");
         let r = PrivacyReport::new(1.5, 1e-5, "rdp", Guarantee::Certified);
-        assert_eq!(r.to_string(), "epsilon = 1.5000 (certified, rdp), delta = 1e-5");
+        assert_eq!(r.to_string(), "epsilon 1.5000 (delta 1e-5, rdp, certified)");
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["guarantee"], "certified");
         assert!(json.get("optimal_order").is_none());
+        let none = PrivacyReport::new(f64::INFINITY, 1e-5, "rdp", Guarantee::None);
+        assert_eq!(none.to_string(), "epsilon infinite (no privacy, label none)");
+        let json = serde_json::to_string(&none).unwrap();
+        assert!(json.contains(r#""epsilon":null"#), "{json}");
+        let back: PrivacyReport = serde_json::from_str(&json).unwrap();
+        assert!(back.epsilon.is_infinite());
     }
 }

@@ -4,12 +4,15 @@
 //! allocation's state. The streams' keys are not in it: they are [`StreamKeys`], kept apart
 //! (derived from the seed of a seeded run). Resuming ([`restore`]) checks everything the privacy
 //! claim depends on against the run's configuration and keys before a step is taken: the step
-//! counts, every ledger entry's noise multiplier, rate and sampling, the sampler replayed from
+//! counts, every ledger event (exactly the event a step of this mechanism at the plan's rate and
+//! sampling records, with an admitted noise multiplier), the sampler replayed from
 //! its key, the noise stream's position, and the allocation's state. The `dptrain` app's run
 //! folder seals the same checkpoint with a MAC.
 //!
-//! Layout of [`DpCheckpoint::to_bytes`]: `DPSTATE1` | header length (u64 LE) | header JSON |
-//! model | optimiser | allocation (f32 LE).
+//! A checkpoint is one Burn record file (burnpack, `DpCheckpoint::save` / `load`, or
+//! `to_bytes` / `from_bytes`): the model's and the optimiser's records as byte tensors, the
+//! allocation's state as f32 tensors, and the steps, ledger and stream positions as its `state`
+//! metadata.
 
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
@@ -22,18 +25,17 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::ModuleOptimizer;
 use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device, Tensor};
-use dp_accounting::PrivacyLedger;
+use burn_pack::{DType, Reader, Tensor as PackTensor, Writer};
+use dp_accounting::{DpEvent, PrivacyLedger};
 use dp_data::sampler::SAMPLER_STREAM;
 use dp_data::{ChaChaPosition, ChaChaState, LotSampler, SamplerPosition, SecretKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::Path;
 
-/// The first bytes of [`DpCheckpoint::to_bytes`].
-const MAGIC: &[u8; 8] = b"DPSTATE1";
-
-/// The largest header accepted (a header is a few kilobytes; this bounds what a damaged length
-/// field can make the reader allocate).
-pub const MAX_HEADER: u64 = 64 << 20;
+/// The `format` metadata of a checkpoint's burnpack.
+const FORMAT: &str = "dp-engine-checkpoint-2";
 
 /// The keys of a run's lot sampler and noise streams: secret (anyone holding the noise key can
 /// subtract the noise), unless derived from a seed.
@@ -75,7 +77,7 @@ impl StreamKeys {
     }
 }
 
-/// Everything in a checkpoint but the records and tensors.
+/// Steps, ledger and stream positions: the checkpoint's `state` metadata.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DpStateHeader {
@@ -83,19 +85,12 @@ pub struct DpStateHeader {
     pub planned_steps: u64,
     /// Steps taken so far.
     pub step: u64,
-    /// Every privatised step taken so far.
+    /// Every release of the steps taken so far.
     pub ledger: PrivacyLedger,
     /// Where the lot sampler is (its state follows from its key and the steps).
     pub sampler: SamplerPosition,
     /// Where the noise stream is (None for the unperturbed baseline).
     pub noise: Option<ChaChaPosition>,
-    /// Bytes of the model record.
-    pub model_bytes: u64,
-    /// Bytes of the optimiser record.
-    pub optimizer_bytes: u64,
-    /// Scalars of each tensor of the noise allocation's state (optimized: the average released
-    /// gradient; optimized-paper: the current sigma), one per parameter.
-    pub allocation: Option<Vec<usize>>,
 }
 
 /// A DP run's state between two steps.
@@ -107,16 +102,25 @@ pub struct DpCheckpoint {
     pub model: Vec<u8>,
     /// The optimiser's Burn record (burnpack).
     pub optimizer: Vec<u8>,
-    /// The noise allocation's state, per parameter.
+    /// The noise allocation's state, per parameter (optimized: the average released gradient;
+    /// optimized-paper: the current sigma).
     pub allocation: Option<Vec<Vec<f32>>>,
 }
 
-/// The front `n` bytes of `rest`, which moves past them; `what` names them in the error.
-pub fn take<'a>(rest: &mut &'a [u8], n: u64, what: &str) -> std::result::Result<&'a [u8], String> {
-    let n = usize::try_from(n).ok().filter(|&n| n <= rest.len()).ok_or_else(|| format!("truncated {what}"))?;
-    let (head, tail) = rest.split_at(n);
-    *rest = tail;
-    Ok(head)
+/// One line for a burnpack that cannot be written or read.
+fn pack_error(e: burn_pack::Error) -> EngineError {
+    EngineError::invalid("checkpoint", e.to_string())
+}
+
+/// The bytes of `name`, a rank-1 tensor of `dtype` in `tensors`, taken out of it.
+fn take_tensor(tensors: &mut BTreeMap<String, PackTensor>, name: &str, dtype: DType) -> Result<Option<Vec<u8>>> {
+    let Some(tensor) = tensors.remove(name) else { return Ok(None) };
+    let (_, found, shape, _, bytes) = tensor.into_parts().map_err(pack_error)?;
+    let elements = shape.num_elements();
+    if found != dtype || shape.num_dims() != 1 || elements.checked_mul(dtype.size()) != Some(bytes.len()) {
+        return Err(EngineError::invalid("checkpoint", format!("its {name} is not a vector of {dtype:?}")));
+    }
+    Ok(Some(bytes.to_vec()))
 }
 
 impl DpCheckpoint {
@@ -132,76 +136,78 @@ impl DpCheckpoint {
         let record = |e: burn::store::RecordError| EngineError::invalid("checkpoint", format!("{e:?}"));
         let model_bytes = model.clone().into_record().into_bytes().map_err(record)?.to_vec();
         let optimizer_bytes = optimizer.into_bytes().map_err(record)?.to_vec();
-        let allocation: Option<Vec<Vec<f32>>> = state.allocation.map(|r| r.iter().map(to_host).collect());
         let header = DpStateHeader {
             planned_steps,
             step,
             ledger: state.ledger,
             sampler: state.sampler.position(),
             noise: state.noise.map(|n| n.position()),
-            model_bytes: model_bytes.len() as u64,
-            optimizer_bytes: optimizer_bytes.len() as u64,
-            allocation: allocation.as_ref().map(|r| r.iter().map(Vec::len).collect()),
         };
+        let allocation = state.allocation.map(|r| r.iter().map(to_host).collect());
         Ok(Self { header, model: model_bytes, optimizer: optimizer_bytes, allocation })
     }
 
-    /// The records and tensors after the header, in the layout's order.
-    pub fn write_sections(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.model);
-        out.extend_from_slice(&self.optimizer);
-        for part in self.allocation.iter().flatten() {
-            out.extend(part.iter().flat_map(|x| x.to_le_bytes()));
-        }
-    }
-
-    /// The checkpoint of `header` with its records and tensors read from `rest`, which must
-    /// hold exactly them.
-    pub fn read_sections(header: DpStateHeader, mut rest: &[u8]) -> std::result::Result<Self, String> {
-        let model = take(&mut rest, header.model_bytes, "model")?.to_vec();
-        let optimizer = take(&mut rest, header.optimizer_bytes, "optimizer")?.to_vec();
-        let allocation = match &header.allocation {
-            Some(sizes) => Some(
-                sizes
-                    .iter()
-                    .map(|&n| {
-                        let raw = take(&mut rest, (n as u64).saturating_mul(4), "allocation state")?;
-                        Ok(raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
-                    })
-                    .collect::<std::result::Result<Vec<Vec<f32>>, String>>()?,
-            ),
-            None => None,
+    /// The checkpoint as one burnpack: the records as byte tensors `model` and `optimizer`, the
+    /// allocation state as f32 tensors `allocation.NNNNN`, the header as `state` metadata.
+    fn writer(&self) -> Result<Writer> {
+        let header =
+            serde_json::to_string(&self.header).map_err(|e| EngineError::invalid("checkpoint", e.to_string()))?;
+        let bytes = |name: &str, data: Vec<u8>, dtype: DType| {
+            let elements = data.len() / dtype.size();
+            PackTensor::new(name.into(), dtype, [elements], None, Bytes::from_bytes_vec(data))
         };
-        if !rest.is_empty() {
-            return Err(format!("{} bytes after the last record", rest.len()));
+        let mut tensors =
+            vec![bytes("model", self.model.clone(), DType::U8), bytes("optimizer", self.optimizer.clone(), DType::U8)];
+        for (i, part) in self.allocation.iter().flatten().enumerate() {
+            let raw = part.iter().flat_map(|x| x.to_le_bytes()).collect();
+            tensors.push(bytes(&format!("allocation.{i:05}"), raw, DType::F32));
         }
-        Ok(Self { header, model, optimizer, allocation })
+        Ok(Writer::new(tensors).with_metadata("format", FORMAT).with_metadata("state", &header))
     }
 
-    /// The checkpoint as bytes (see the module's layout).
+    /// The checkpoint as bytes (a burnpack: see [`Self::save`]).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let header = serde_json::to_vec(&self.header).map_err(|e| EngineError::invalid("checkpoint", e.to_string()))?;
-        let mut out = Vec::with_capacity(header.len() + self.model.len() + self.optimizer.len() + 16);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
-        out.extend_from_slice(&header);
-        self.write_sections(&mut out);
-        Ok(out)
+        Ok(self.writer()?.into_bytes().map_err(pack_error)?.to_vec())
     }
 
-    /// A checkpoint read from `bytes` (as [`Self::to_bytes`] wrote them), refused when its
-    /// magic, lengths or header do not hold. What it claims is checked when it is resumed.
+    /// Writes the checkpoint to `path` as a burnpack file, atomically (never a partial file
+    /// under the final name).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        self.writer()?.auto_extension(false).write_to_file(path).map_err(pack_error)
+    }
+
+    /// A checkpoint read from `bytes` (as [`Self::to_bytes`] wrote them), refused in one line
+    /// when it is not one. What it claims is checked when it is resumed.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        Self::read(Reader::from_bytes(Bytes::from_bytes_vec(bytes.to_vec())).map_err(pack_error)?)
+    }
+
+    /// A checkpoint read from the burnpack file at `path` (as [`Self::save`] wrote it).
+    pub fn load(path: &Path) -> Result<Self> {
+        Self::read(Reader::from_file_exact(path).map_err(pack_error)?)
+    }
+
+    fn read(reader: Reader) -> Result<Self> {
         let refuse = |reason: String| EngineError::invalid("checkpoint", reason);
-        let mut rest = bytes.strip_prefix(MAGIC).ok_or_else(|| refuse("not a dp-engine checkpoint".into()))?;
-        let len =
-            u64::from_le_bytes(take(&mut rest, 8, "header length").map_err(refuse)?.try_into().unwrap_or_default());
-        if len > MAX_HEADER {
-            return Err(refuse(format!("a header of {len} bytes")));
+        if reader.metadata().get("format").map(String::as_str) != Some(FORMAT) {
+            return Err(refuse("not a dp-engine checkpoint of this version".into()));
         }
-        let header = serde_json::from_slice(take(&mut rest, len, "header").map_err(refuse)?)
-            .map_err(|e| refuse(format!("corrupt header: {e}")))?;
-        Self::read_sections(header, rest).map_err(refuse)
+        let state = reader.metadata().get("state").ok_or_else(|| refuse("no state".into()))?;
+        let header = serde_json::from_str(state).map_err(|e| refuse(format!("corrupt state: {e}")))?;
+        let mut tensors: BTreeMap<String, PackTensor> =
+            reader.into_tensors().map_err(pack_error)?.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let mut record =
+            |name: &str| take_tensor(&mut tensors, name, DType::U8)?.ok_or_else(|| refuse(format!("no {name}")));
+        let (model, optimizer) = (record("model")?, record("optimizer")?);
+        let mut allocation = Vec::new();
+        while let Some(raw) = take_tensor(&mut tensors, &format!("allocation.{:05}", allocation.len()), DType::F32)? {
+            allocation.push(raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
+        }
+        if let Some(name) = tensors.keys().next() {
+            return Err(refuse(format!("an unexpected tensor {name}")));
+        }
+        let allocation = (!allocation.is_empty()).then_some(allocation);
+        Ok(Self { header, model, optimizer, allocation })
     }
 }
 
@@ -235,7 +241,7 @@ pub struct Restored<M> {
 
 /// Restores `ckpt` into `model` and `optimizer` (fresh ones of the run's kind) after checking
 /// everything the run's privacy claim depends on against the run (`config`, `plan`, `keys`):
-/// the step counts; every ledger entry's noise multiplier, rate and sampling; the sampler,
+/// the step counts; every ledger event (the mechanism's step at an admitted multiplier); the sampler,
 /// replayed from its key for the steps taken; the noise stream's position; the allocation's
 /// state (a sigma that varies against the last ledger entry); and that the records fit the
 /// model. A checkpoint failing any check is refused in one line.
@@ -256,19 +262,21 @@ pub fn restore<M: Module>(
             h.step, h.planned_steps, plan.planned_steps
         )));
     }
-    let recorded = if mechanism.is_private() { h.step } else { 0 };
-    if h.ledger.total_steps() != recorded {
-        return Err(refuse(format!("its ledger holds {} steps, the run took {}", h.ledger.total_steps(), recorded)));
+    if h.ledger.total_steps() != h.step {
+        return Err(refuse(format!("its ledger holds {} steps, the run took {}", h.ledger.total_steps(), h.step)));
     }
     let want_z = plan.z.map(|z| mechanism.ledger_multiplier(z));
-    for e in h.ledger.entries() {
-        let z_ok = want_z.is_none_or(|z| z.admits(e.noise_multiplier));
-        if !z_ok || e.sample_rate != plan.sample_rate || e.sampling != config.settings.sampling {
+    for (_, event) in h.ledger.entries() {
+        let z = multiplier_of(event)?;
+        let z_ok = match (want_z, z) {
+            (Some(want), Some(z)) => want.admits(z),
+            (None, None) => true,
+            _ => false,
+        };
+        let this_run = z_ok && mechanism.step_event(z, plan.sample_rate, config.settings.sampling)? == *event;
+        if !this_run {
             return Err(refuse(format!(
-                "a ledger entry (z {}, q {}, {:?}) is not this run's (z {:?}, q {}, {:?})",
-                e.noise_multiplier,
-                e.sample_rate,
-                e.sampling,
+                "a ledger entry ({event:?}) is not a step of this run (z {:?}, q {}, {:?})",
                 want_z.map(|z| z.z),
                 plan.sample_rate,
                 config.settings.sampling
@@ -332,7 +340,7 @@ fn restored_allocation(
     let state: Vec<_> = parts.into_iter().map(|p| vector(p, device)).collect();
     if let Some(a) = allocation.as_mut() {
         a.restore(state.clone())?;
-        let last = ledger.entries().last().map(|e| e.noise_multiplier);
+        let last = ledger.entries().last().map(|(_, e)| multiplier_of(e)).transpose()?.flatten();
         if let Some(z) = a.current_multiplier().filter(|&z| Some(z) != last) {
             return Err(EngineError::Resume(format!(
                 "its current sigma gives noise multiplier {z}, its last ledger entry records {last:?}"
@@ -340,4 +348,14 @@ fn restored_allocation(
         }
     }
     Ok(Some(state))
+}
+
+/// The noise multiplier of a ledger event holding one Gaussian release (None: it holds none),
+/// refused when it holds several or one no Gaussian accountant can read.
+fn multiplier_of(event: &DpEvent) -> Result<Option<f64>> {
+    match event.gaussian_steps().as_deref() {
+        Ok([]) => Ok(None),
+        Ok([one]) => Ok(Some(one.noise_multiplier)),
+        _ => Err(EngineError::Resume(format!("a ledger entry ({event:?}) is not one step's release"))),
+    }
 }

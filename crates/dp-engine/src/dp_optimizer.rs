@@ -10,7 +10,6 @@ use crate::dp_checkpoint::{DpCheckpoint, StreamKeys};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::plan::Plan;
-use crate::privacy::PrivacySpent;
 use crate::privacy_config::PrivacyConfig;
 use crate::step::batching::Batching;
 use crate::step::hook::StepHook;
@@ -19,7 +18,7 @@ use crate::step::{self, LotStep, StepState};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use dp_accounting::PrivacyLedger;
+use dp_accounting::{PrivacyLedger, PrivacyReport};
 
 /// Where a run's step starts from: a fresh run's empty ledger and new sampler, or a checkpoint's.
 pub(crate) struct StartFrom {
@@ -135,22 +134,22 @@ impl<M: Module> DpOptimizer<M> {
     }
 
     /// What the whole planned run spends, with its label.
-    pub fn planned_privacy(&self) -> &PrivacySpent {
+    pub fn planned_privacy(&self) -> &PrivacyReport {
         &self.plan.privacy
     }
 
     /// The mechanism's second readout of the whole planned run (optimized-paper only).
-    pub fn planned_second_readout(&self) -> Option<&PrivacySpent> {
+    pub fn planned_second_readout(&self) -> Option<&PrivacyReport> {
         self.plan.second.as_ref()
     }
 
     /// What the steps taken so far spent, from the ledger, with its label.
-    pub fn privacy(&self) -> Result<PrivacySpent> {
+    pub fn privacy(&self) -> Result<PrivacyReport> {
         self.config.mechanism.privacy(&self.config.settings, self.step.ledger(), self.plan.planned_steps)
     }
 
     /// The mechanism's second readout (optimized-paper: the epsilon of its smallest sigma).
-    pub fn second_readout(&self) -> Result<Option<PrivacySpent>> {
+    pub fn second_readout(&self) -> Result<Option<PrivacyReport>> {
         self.config.mechanism.second_readout(&self.config.settings, self.step.ledger())
     }
 

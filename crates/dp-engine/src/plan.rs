@@ -6,9 +6,8 @@
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
-use crate::privacy::PrivacySpent;
 use crate::privacy_config::PrivacyConfig;
-use dp_accounting::{LotSampling, PrivacyLedger};
+use dp_accounting::{LotSampling, PrivacyLedger, PrivacyReport};
 use dp_data::{ChaChaState, LotSampler, Sampling};
 
 /// What a run plans, from its configuration and training-set size alone.
@@ -25,9 +24,9 @@ pub struct Plan {
     /// Clipping used.
     pub clipping: Clipping,
     /// The privacy of the whole planned run.
-    pub privacy: PrivacySpent,
+    pub privacy: PrivacyReport,
     /// The mechanism's second readout of the planned run.
-    pub second: Option<PrivacySpent>,
+    pub second: Option<PrivacyReport>,
 }
 
 /// Steps, noise multiplier and planned privacy of a run on `n` examples; refused when the
@@ -44,16 +43,14 @@ pub fn plan(config: &PrivacyConfig, n: usize) -> Result<Plan> {
     let planned_steps = settings.planned_steps(n)?;
     let z = mechanism.noise_multiplier(settings, sample_rate, planned_steps)?;
     let mut ledger = PrivacyLedger::new();
-    if let Some(z) = z {
-        let entry = dp_accounting::GaussianSteps::sampled(z, sample_rate, planned_steps, settings.sampling)?;
-        ledger.record_entry(entry);
-    }
+    ledger.record_event(mechanism.step_event(z, sample_rate, settings.sampling)?, planned_steps)?;
     let privacy = mechanism.privacy(settings, &ledger, planned_steps)?;
-    if let (Some(target), Some(eps)) = (settings.target_epsilon(), privacy.epsilon)
-        && eps > target * (1.0 + 1e-9)
+    if let Some(target) = settings.target_epsilon().filter(|_| mechanism.is_private())
+        && privacy.epsilon > target * (1.0 + 1e-9)
     {
         return Err(EngineError::Privacy(format!(
-            "the planned run would spend epsilon {eps}, above the budget {target}"
+            "the planned run would spend epsilon {}, above the budget {target}",
+            privacy.epsilon
         )));
     }
     let second = mechanism.second_readout(settings, &ledger)?;

@@ -1,35 +1,13 @@
-//! What a run's epsilon is, with everything needed to read it: the epsilon a sound accountant
-//! gives for a ledger, labelled by the ledger itself (certified only when every lot was
-//! Poisson-sampled), and the noise multiplier a run uses (given, or calibrated to a budget).
+//! What a run's epsilon is: the epsilon the run's accountant gives for its ledger of events,
+//! labelled by what that accountant supports (certified only when its proof covers every release:
+//! Poisson-sampled Gaussian steps), and the noise multiplier a run uses (given, or calibrated to
+//! a budget).
 
 use crate::error::{EngineError, Result};
 use crate::privacy_settings::{AccountantName, NoiseLevel, PrivacySettings};
-use dp_accounting::{Accountant, Guarantee, PrivacyLedger, PrvAccountant, RdpAccountant, calibrate_noise_multiplier};
-use serde::Serialize;
-use std::fmt;
-
-/// An epsilon with everything needed to read it.
-#[derive(Debug, Clone, Serialize)]
-pub struct PrivacySpent {
-    /// Epsilon (None: no privacy at all, the unperturbed baseline).
-    pub epsilon: Option<f64>,
-    /// Delta.
-    pub delta: f64,
-    /// Accountant that computed it.
-    pub accountant: String,
-    /// How much to trust it.
-    pub guarantee: Guarantee,
-}
-
-impl fmt::Display for PrivacySpent {
-    /// "epsilon 3.0000 (delta 1e-5, rdp, certified)": never an epsilon without its label.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.epsilon {
-            Some(e) => write!(f, "epsilon {e:.4} (delta {:e}, {}, {})", self.delta, self.accountant, self.guarantee),
-            None => f.write_str("epsilon infinite (no privacy, label none)"),
-        }
-    }
-}
+use dp_accounting::{
+    Accountant, PrivacyLedger, PrivacyReport, PrvAccountant, RdpAccountant, calibrate_noise_multiplier,
+};
 
 /// The accountant a run names.
 pub fn accountant(name: AccountantName) -> Box<dyn Accountant> {
@@ -39,15 +17,10 @@ pub fn accountant(name: AccountantName) -> Box<dyn Accountant> {
     }
 }
 
-/// What the run's accountant gives for `ledger` at the run's delta, with the ledger's label.
-pub fn certified(config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<PrivacySpent> {
-    let report = accountant(config.accountant).epsilon(ledger, config.delta)?;
-    Ok(PrivacySpent {
-        epsilon: Some(report.epsilon),
-        delta: report.delta,
-        accountant: report.accountant,
-        guarantee: report.guarantee,
-    })
+/// What the run's accountant gives for `ledger` at the run's delta, with the label its support
+/// of the ledger's events earns.
+pub fn accounted(config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<PrivacyReport> {
+    Ok(accountant(config.accountant).epsilon(ledger, config.delta)?)
 }
 
 /// The noise multiplier of a run: the one given, or the smallest that keeps `steps` steps at

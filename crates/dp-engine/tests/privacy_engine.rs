@@ -161,7 +161,7 @@ fn a_calibrated_run_spends_its_target_certified_and_stops_at_its_plan() {
         model = dp.step(model, &data, 0.05).expect("a step").0;
     }
     let spent = dp.privacy().expect("accounted");
-    let eps = spent.epsilon.expect("private");
+    let eps = spent.epsilon;
     assert!(eps <= 2.0 * (1.0 + 1e-9) && eps > 1.9, "epsilon {eps}");
     assert_eq!(spent.guarantee, Guarantee::Certified);
     assert_eq!(dp.ledger().total_steps(), 20);
@@ -225,8 +225,8 @@ fn a_users_own_mechanism_is_one_type_and_its_ledger_records_its_noise() {
             .make_private(&model, SgdConfig::new().init(), &data, &device.device)
             .expect("a valid run");
         dp.step(model.clone(), &data, 0.1).expect("one step");
-        let z: Vec<f64> = dp.ledger().entries().iter().map(|e| e.noise_multiplier).collect();
-        (z, dp.privacy().expect("accounted").epsilon.expect("private"))
+        let z: Vec<f64> = dp.ledger().grouped().expect("Gaussian").iter().map(|g| g.noise_multiplier).collect();
+        (z, dp.privacy().expect("accounted").epsilon)
     };
     let (own_z, own_eps) = run(PrivacyConfig::new(TwiceTheNoise));
     let (gauss_z, gauss_eps) = run(PrivacyConfig::new(Gaussian));
@@ -238,9 +238,10 @@ fn a_users_own_mechanism_is_one_type_and_its_ledger_records_its_noise() {
     assert!(err.contains("ls-sigma") && err.lines().count() == 1, "{err}");
 }
 
-/// A library run checkpointed mid-run (to bytes and back, the optimiser's Adam moments and the
-/// optimized mechanism's allocation state included) and resumed from fresh objects ends
-/// bit-identical to the uninterrupted seeded run: the same parameters, ledger and epsilon.
+/// A library run checkpointed mid-run (to a Burn record file and back, the optimiser's Adam
+/// moments and the optimized mechanism's allocation state included) and resumed from fresh
+/// objects ends bit-identical to the uninterrupted seeded run: the same parameters, ledger and
+/// epsilon. Truncated or foreign bytes are refused in one line.
 #[test]
 fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() {
     let device = backend::cpu();
@@ -263,11 +264,16 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     for _ in 0..8 {
         m = dp.step(m, &data, 0.05).expect("a step").0;
     }
-    let bytes = dp.checkpoint(&m).expect("checkpoint").to_bytes().expect("bytes");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("run.bpk");
+    let ckpt = dp.checkpoint(&m).expect("checkpoint");
+    ckpt.save(&file).expect("saved");
+    let bytes = ckpt.to_bytes().expect("bytes");
+    assert_eq!(std::fs::read(&file).expect("the file"), bytes, "one format on disk and in memory");
     let keys = dp.keys().clone();
-    drop((dp, m));
+    drop((dp, m, ckpt));
     let resume = |privacy: PrivacyConfig, keys: &StreamKeys| {
-        let ckpt = DpCheckpoint::from_bytes(&bytes).expect("read back");
+        let ckpt = DpCheckpoint::load(&file).expect("read back");
         PrivacyEngine::new(privacy).with_keys(keys.clone()).resume(
             (regressor(&device), adam()),
             &data,
@@ -284,7 +290,13 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     assert!(err.contains("cannot resume") && err.lines().count() == 1, "{err}");
     let err = resume(privacy(), &StreamKeys::for_run(Some(12))).err().expect("other keys").to_string();
     assert!(err.contains("seed"), "{err}");
-    assert!(DpCheckpoint::from_bytes(&bytes[..bytes.len() - 1]).is_err(), "a truncated checkpoint");
+    for cut in (0..bytes.len()).step_by(97).chain([bytes.len() - 1]) {
+        let err = DpCheckpoint::from_bytes(&bytes[..cut]).expect_err("a truncated checkpoint").to_string();
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let model_record = regressor(&device).into_record().into_bytes().expect("a Burn record");
+    let err = DpCheckpoint::from_bytes(&model_record).expect_err("a model record").to_string();
+    assert!(err.contains("not a dp-engine checkpoint"), "{err}");
 }
 
 /// A Burn dataset whose rows from index 5 on cannot be read (a file behind it that fails).

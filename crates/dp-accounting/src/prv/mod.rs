@@ -10,8 +10,9 @@ mod privacy_loss;
 
 pub use privacy_loss::{Direction, PrivacyLoss};
 
-use crate::accountant::Accountant;
+use crate::accountant::{Accountant, poisson_gaussian_only, without_gaussian};
 use crate::error::{AccountingError, Result};
+use crate::event::DpEvent;
 use crate::ledger::PrivacyLedger;
 use crate::rdp_accountant::RdpAccountant;
 use crate::report::PrivacyReport;
@@ -43,9 +44,10 @@ impl PrvAccountant {
     /// step at delta_err/(8 T), plus a margin (prv_accountant's `compute_safe_domain_size`).
     fn domain(&self, ledger: &PrivacyLedger, delta_error: f64, eps_error: f64) -> Result<f64> {
         let rdp = RdpAccountant::default();
-        let total = ledger.total_steps() as f64;
+        let groups = ledger.grouped()?;
+        let total = groups.iter().map(|g| g.steps).sum::<u64>() as f64;
         let mut l = rdp.epsilon(ledger, delta_error / 4.0)?.epsilon;
-        for g in ledger.grouped() {
+        for g in groups {
             let one = PrivacyLedger::homogeneous(g.noise_multiplier, g.sample_rate, 1)?;
             l = l.max(rdp.epsilon(&one, delta_error / 8.0 / total)?.epsilon);
         }
@@ -67,7 +69,7 @@ impl PrvAccountant {
         delta_error: f64,
         eps_error: f64,
     ) -> Result<Bounds> {
-        let groups = ledger.grouped();
+        let groups = ledger.grouped()?;
         let discrete = groups
             .iter()
             .map(|g| discretise(&PrivacyLoss::new(g.sample_rate, g.noise_multiplier, direction), &grid))
@@ -87,10 +89,15 @@ impl Accountant for PrvAccountant {
         "prv"
     }
 
+    fn supports(&self, event: &DpEvent) -> bool {
+        poisson_gaussian_only(event)
+    }
+
     fn epsilon(&self, ledger: &PrivacyLedger, delta: f64) -> Result<PrivacyReport> {
         let delta = validate::delta(delta)?;
-        if ledger.is_empty() {
-            return Ok(PrivacyReport::new(0.0, delta, self.name(), ledger.guarantee()));
+        let groups = ledger.grouped()?;
+        if groups.is_empty() || ledger.event().is_non_private() {
+            return Ok(without_gaussian(self, ledger, delta));
         }
         let delta_error = match self.delta_error {
             Some(e) if e.is_finite() && e > 0.0 && e < delta => e,
@@ -108,7 +115,7 @@ impl Accountant for PrvAccountant {
             None => 0.004 * RdpAccountant::default().epsilon(ledger, delta)?.epsilon.max(1.0),
         };
         let half_width = self.domain(ledger, delta_error, eps_error)?;
-        let steps = ledger.total_steps() as f64;
+        let steps = groups.iter().map(|g| g.steps).sum::<u64>() as f64;
         let mesh = eps_error / (steps / 2.0 * (12.0 / delta_error).ln()).sqrt();
         let grid = Grid::covering(half_width, mesh)?;
         if (grid.n as f64) * f64::EPSILON * 16.0 > delta - delta_error {
@@ -123,7 +130,8 @@ impl Accountant for PrvAccountant {
             (r.join().expect("PRV worker thread panicked"), a)
         });
         let (remove, add) = (remove?, add?);
-        let mut report = PrivacyReport::new(remove.upper.max(add.upper), delta, self.name(), ledger.guarantee());
+        let guarantee = self.guarantee(&ledger.event());
+        let mut report = PrivacyReport::new(remove.upper.max(add.upper), delta, self.name(), guarantee);
         report.epsilon_estimate = Some(remove.estimate.max(add.estimate));
         report.epsilon_lower = Some(remove.lower.max(add.lower));
         report.eps_error = Some(eps_error);

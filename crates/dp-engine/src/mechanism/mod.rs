@@ -19,13 +19,13 @@ pub use registry::{MechanismName, named};
 
 use crate::allocation::{NoiseAllocation, Uniform};
 use crate::clipping::Clipping;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::optimizer::OptimizerName;
-use crate::privacy::{PrivacySpent, certified, given_or_calibrated};
+use crate::privacy::{accounted, given_or_calibrated};
 use crate::privacy_settings::PrivacySettings;
 use burn::tensor::Tensor;
-use dp_accounting::PrivacyLedger;
+use dp_accounting::{DpEvent, LotSampling, PrivacyLedger, PrivacyReport};
 
 /// The noise multiplier a mechanism's ledger entries record, within a relative tolerance.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,13 +98,21 @@ pub trait Mechanism: Send + Sync {
         Ok(grads)
     }
 
+    /// What one step at noise multiplier `z` (None: no noise) releases about a lot drawn by
+    /// `sampling` at rate `sample_rate`: the event the ledger records for it.
+    fn step_event(&self, z: Option<f64>, sample_rate: f64, sampling: LotSampling) -> Result<DpEvent> {
+        let z =
+            z.ok_or_else(|| EngineError::Privacy(format!("{} adds noise, but no multiplier was set", self.name())))?;
+        Ok(DpEvent::sampled_gaussian(z, sample_rate, sampling)?)
+    }
+
     /// The privacy of `ledger` after its steps of `planned`.
-    fn privacy(&self, config: &PrivacySettings, ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
-        certified(config, ledger)
+    fn privacy(&self, config: &PrivacySettings, ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacyReport> {
+        accounted(config, ledger)
     }
 
     /// A second readout beside the reported epsilon, where the mechanism has one.
-    fn second_readout(&self, _config: &PrivacySettings, _ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
+    fn second_readout(&self, _config: &PrivacySettings, _ledger: &PrivacyLedger) -> Result<Option<PrivacyReport>> {
         Ok(None)
     }
 

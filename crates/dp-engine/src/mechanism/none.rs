@@ -5,9 +5,8 @@
 use super::registry::Registered;
 use super::{Mechanism, MechanismName};
 use crate::error::Result;
-use crate::privacy::PrivacySpent;
 use crate::privacy_settings::PrivacySettings;
-use dp_accounting::{Guarantee, PrivacyLedger};
+use dp_accounting::{DpEvent, LotSampling};
 use std::sync::Arc;
 
 /// The registry's entry: no options.
@@ -30,8 +29,9 @@ impl Mechanism for Unperturbed {
         Ok(None)
     }
 
-    fn privacy(&self, config: &PrivacySettings, _ledger: &PrivacyLedger, _planned: u64) -> Result<PrivacySpent> {
-        Ok(PrivacySpent { epsilon: None, delta: config.delta, accountant: "none".into(), guarantee: Guarantee::None })
+    /// The lot's gradient, unperturbed: epsilon infinite, which no accountant supports.
+    fn step_event(&self, _z: Option<f64>, _sample_rate: f64, _sampling: LotSampling) -> Result<DpEvent> {
+        Ok(DpEvent::NonPrivate { what: "the lot's gradient, unperturbed".into() })
     }
 
     fn notes(&self) -> Vec<String> {

@@ -13,12 +13,12 @@ use crate::allocation::{DataGradient, NoiseAllocation, StepNoise};
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
-use crate::privacy::{PrivacySpent, certified};
+use crate::privacy::accounted;
 use crate::privacy_settings::PrivacySettings;
 use crate::tensor_io::to_host;
 use burn::tensor::Tensor;
 use dp_accounting::paper_bounds::xiang2019;
-use dp_accounting::{Guarantee, PrivacyLedger};
+use dp_accounting::{Accountant, BasicComposition, DpEvent, LotSampling, PrivacyLedger, PrivacyReport};
 use dp_kernels::sigma_solver::SolverSchedule;
 use dp_kernels::{NoiseScale, sphere_sigma};
 use serde::Deserialize;
@@ -102,20 +102,38 @@ impl Mechanism for OptimizedPaper {
         Box::new(Sphere { alpha: config.clip_norm, tau: 1.0 / (z * z), every: self.every, current: None })
     }
 
-    /// Eq. 12 spends the budget evenly: epsilon * sqrt(steps / planned) after `steps` steps.
-    fn privacy(&self, config: &PrivacySettings, ledger: &PrivacyLedger, planned: u64) -> Result<PrivacySpent> {
-        let target = config.target_epsilon().ok_or_else(|| EngineError::invalid("privacy", "no target epsilon"))?;
-        let done = ledger.total_steps() as f64 / planned.max(1) as f64;
-        Ok(PrivacySpent {
-            epsilon: Some(target * done.sqrt()),
-            delta: config.delta,
-            accountant: "xiang2019-eq12".into(),
-            guarantee: Guarantee::PaperBound,
+    /// The Gaussian release at min sigma / alpha, and the use of w that no analysis covers.
+    fn step_event(&self, z: Option<f64>, sample_rate: f64, sampling: LotSampling) -> Result<DpEvent> {
+        let z =
+            z.ok_or_else(|| EngineError::Privacy("optimized-paper adds noise, but no multiplier was set".into()))?;
+        Ok(DpEvent::Composed {
+            events: vec![
+                DpEvent::sampled_gaussian(z, sample_rate, sampling)?,
+                DpEvent::Unaccounted { what: "Xiang et al.'s w, the full-data gradient, shapes the noise".into() },
+            ],
         })
     }
 
-    fn second_readout(&self, config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<Option<PrivacySpent>> {
-        Ok(Some(PrivacySpent { guarantee: Guarantee::None, ..certified(config, ledger)? }))
+    /// Eq. 12 spends the budget evenly: epsilon * sqrt(steps / planned) after `steps` steps, a
+    /// paper-bound release.
+    fn privacy(&self, config: &PrivacySettings, ledger: &PrivacyLedger, planned: u64) -> Result<PrivacyReport> {
+        let target = config.target_epsilon().ok_or_else(|| EngineError::invalid("privacy", "no target epsilon"))?;
+        let done = ledger.total_steps() as f64 / planned.max(1) as f64;
+        let mut claim = PrivacyLedger::new();
+        if done > 0.0 {
+            let epsilon = target * done.sqrt();
+            claim.record_event(
+                DpEvent::PaperBound { paper: "xiang2019-eq12".into(), epsilon, delta: config.delta },
+                1,
+            )?;
+        }
+        Ok(BasicComposition.epsilon(&claim, config.delta)?)
+    }
+
+    /// The accountant's epsilon of the Gaussian releases at min sigma / alpha, labelled none by
+    /// the accountant because of w.
+    fn second_readout(&self, config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<Option<PrivacyReport>> {
+        accounted(config, ledger).map(Some)
     }
 
     fn notes(&self) -> Vec<String> {

@@ -21,8 +21,8 @@ use batching::Batching;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Tensor};
-use dp_accounting::PrivacyLedger;
-use dp_data::{ChaChaState, LotSampler};
+use dp_accounting::{LotSampling, PrivacyLedger};
+use dp_data::{ChaChaState, LotSampler, Sampling};
 use hook::StepHook;
 use lot::{LotMetrics, LotSource};
 
@@ -64,7 +64,7 @@ pub trait LotStep<M> {
     /// The state to checkpoint.
     fn state(&self) -> StepState;
 
-    /// The privacy ledger so far (empty for the baseline).
+    /// The privacy ledger so far.
     fn ledger(&self) -> &PrivacyLedger;
 
     /// The step's hook (an audited run's canaries), if any.
@@ -75,6 +75,16 @@ pub trait LotStep<M> {
     /// Installs `hook` into the step; refused where nothing is released (the baseline).
     fn set_hook(&mut self, _hook: Box<dyn StepHook>) -> Result<()> {
         Err(EngineError::invalid("hook", "the unperturbed baseline releases nothing a hook could see"))
+    }
+}
+
+/// How a sampler draws lots, as the ledger records it, and its rate q.
+pub fn sampling_of(sampler: &LotSampler) -> (LotSampling, f64) {
+    match sampler.sampling() {
+        Sampling::Poisson { rate } => (LotSampling::Poisson, rate),
+        Sampling::Shuffled { lot_size } => {
+            (LotSampling::Shuffled, lot_size as f64 / sampler.population().max(1) as f64)
+        }
     }
 }
 
@@ -89,7 +99,9 @@ pub fn for_run<M: Module>(
 ) -> Result<Box<dyn LotStep<M>>> {
     let StepState { sampler, noise, ledger, allocation: kept } = state;
     let Some(z) = z else {
-        return Ok(Box::new(plain::PlainStep::new(sampler, batching)));
+        let (sampling, rate) = sampling_of(&sampler);
+        let event = config.mechanism.step_event(None, rate, sampling)?;
+        return Ok(Box::new(plain::PlainStep { sampler, batching, ledger, event }));
     };
     let noise = noise.ok_or_else(|| EngineError::Privacy("a private step needs its noise stream".into()))?;
     let mechanism = config.mechanism.clone();

@@ -1,6 +1,6 @@
 //! The unperturbed baseline: ordinary Burn training of the module, Burn's autodiff parameter
 //! gradients of the mean loss over the lot, then the optimiser. No tape, no probes, no clipping,
-//! no noise, no privacy.
+//! no noise, no privacy: each step is recorded as a non-private release.
 
 use super::batching::Batching;
 use super::lot::{LotMetrics, LotSource, padded};
@@ -9,21 +9,19 @@ use crate::error::Result;
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
-use dp_accounting::PrivacyLedger;
+use dp_accounting::{DpEvent, PrivacyLedger};
 use dp_data::LotSampler;
 
 /// Plain (non-private) training steps over lots drawn by `sampler`.
 pub struct PlainStep {
-    sampler: LotSampler,
-    batching: Batching,
-    ledger: PrivacyLedger,
-}
-
-impl PlainStep {
-    /// Steps over lots from `sampler`, in physical batches of `batching`.
-    pub fn new(sampler: LotSampler, batching: Batching) -> Self {
-        Self { sampler, batching, ledger: PrivacyLedger::new() }
-    }
+    /// Draws the lots.
+    pub sampler: LotSampler,
+    /// Physical batches.
+    pub batching: Batching,
+    /// Every step so far, each a non-private release.
+    pub ledger: PrivacyLedger,
+    /// What a step releases (the mechanism's event: the unperturbed gradient).
+    pub event: DpEvent,
 }
 
 impl<M: Module> LotStep<M> for PlainStep {
@@ -37,9 +35,6 @@ impl<M: Module> LotStep<M> for PlainStep {
     ) -> Result<(M, LotMetrics)> {
         let lot = self.sampler.next_lot();
         let mut metrics = LotMetrics { examples: lot.len(), ..LotMetrics::default() };
-        if lot.is_empty() {
-            return Ok((model, metrics));
-        }
         let mut accumulated = GradientsAccumulator::<M>::new();
         let n = lot.len() as f64;
         for chunk in lot.chunks(self.batching.size.max(1)) {
@@ -53,11 +48,13 @@ impl<M: Module> LotStep<M> for PlainStep {
             let grads = GradientsParams::from_grads(loss.div_scalar(n).backward(), &model);
             accumulated.accumulate(&model, grads);
         }
-        Ok((optimizer.step(lr, model, accumulated.grads()), metrics))
+        let model = if lot.is_empty() { model } else { optimizer.step(lr, model, accumulated.grads()) };
+        self.ledger.record_event(self.event.clone(), 1)?;
+        Ok((model, metrics))
     }
 
     fn state(&self) -> StepState {
-        StepState { sampler: self.sampler.clone(), noise: None, ledger: PrivacyLedger::new(), allocation: None }
+        StepState { sampler: self.sampler.clone(), noise: None, ledger: self.ledger.clone(), allocation: None }
     }
 
     fn ledger(&self) -> &PrivacyLedger {

@@ -1,7 +1,8 @@
 //! The DP step, in the order it happens: sample a lot; forward it with the tape and clip each
 //! example's gradient (`lot::lot_sum`); let the hook add its records (an audit's canaries); add
-//! the step's noise and divide by the expected lot size qN, recording the ledger entry (noise
-//! multiplier, rate, and how the lot was sampled) in the same function, so no noise is released
+//! the step's noise and divide by the expected lot size qN, recording the ledger event (the
+//! mechanism's: a Gaussian release with its multiplier, on a lot sampled how and at what rate)
+//! in the same function, so no noise is released
 //! unrecorded; show the hook the release; feed the noise allocation; post-process (smoothing);
 //! step the optimiser. The expected lot size, never
 //! the realised one, divides: the realised size depends on the data.
@@ -9,7 +10,7 @@
 use super::batching::Batching;
 use super::hook::StepHook;
 use super::lot::{LotMetrics, LotSource, lot_sum, mean_gradient};
-use super::{LotStep, StepState};
+use super::{LotStep, StepState, sampling_of};
 use crate::allocation::{NoiseAllocation, StepNoise};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::ParamGrad;
@@ -20,8 +21,8 @@ use crate::noise::GaussianNoise;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Tensor};
-use dp_accounting::{GaussianSteps, LotSampling, PrivacyLedger};
-use dp_data::{LotSampler, Sampling};
+use dp_accounting::PrivacyLedger;
+use dp_data::LotSampler;
 use std::sync::Arc;
 
 /// A private run's step and everything it carries between steps.
@@ -46,16 +47,6 @@ pub struct PrivateStep {
     pub hook: Option<Box<dyn StepHook>>,
 }
 
-/// How a sampler draws lots, as the ledger records it, and its rate q.
-fn sampling_of(sampler: &LotSampler) -> (LotSampling, f64) {
-    match sampler.sampling() {
-        Sampling::Poisson { rate } => (LotSampling::Poisson, rate),
-        Sampling::Shuffled { lot_size } => {
-            (LotSampling::Shuffled, lot_size as f64 / sampler.population().max(1) as f64)
-        }
-    }
-}
-
 impl PrivateStep {
     /// The noise of the next step; an allocation that asks for the full-data gradient gets it
     /// from `model`, with the hook's records counted.
@@ -78,7 +69,7 @@ impl PrivateStep {
     /// (sum + noise) / qN for every parameter, and the ledger entry of this release.
     fn release(&mut self, sums: Vec<Tensor<1>>, noise: &StepNoise) -> Result<Vec<Tensor<1>>> {
         let (sampling, rate) = sampling_of(&self.sampler);
-        let entry = GaussianSteps::sampled(noise.noise_multiplier, rate, 1, sampling)?;
+        let event = self.mechanism.step_event(Some(noise.noise_multiplier), rate, sampling)?;
         if noise.scales.len() != sums.len() {
             return Err(EngineError::invalid(
                 "noise",
@@ -91,7 +82,7 @@ impl PrivateStep {
             .zip(&noise.scales)
             .map(|(s, sigma)| self.noise.perturb(s, sigma, scale).map_err(EngineError::Unsupported))
             .collect::<Result<Vec<_>>>()?;
-        self.ledger.record_entry(entry);
+        self.ledger.record_event(event, 1)?;
         Ok(released)
     }
 }

@@ -2,13 +2,12 @@
 //! Theorem 1 (c q G sqrt(T ln(1/delta)) / eps), then T steps of minibatch SGD on qn rows drawn
 //! without replacement. The proof linearizes the loss in the noise: `paper-bound`.
 
-use super::{Outcome, Problem, perturb_rows};
+use super::{Outcome, Problem, paper_bound, perturb_rows};
 use crate::error::Result;
 use crate::linalg::{axpy, project_ball};
 use crate::objective::regularized;
 use crate::rng::NoiseRng;
 use dp_accounting::paper_bounds::dbdp::theorem1_noise_std;
-use dp_accounting::{Guarantee, PrivacyReport};
 
 /// Runs Algorithm 1 at `epsilon`.
 pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcome> {
@@ -29,7 +28,7 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
     drop(rows);
     Ok(Outcome {
         theta,
-        privacy: PrivacyReport::new(epsilon, s.delta, "kang-dbdp-theorem1", Guarantee::PaperBound),
+        privacy: paper_bound("kang-dbdp-theorem1", epsilon, s.delta)?,
         noise_std: sigma,
         notes: vec![format!("sigma = {sigma:.4} per feature, added once to every row; minibatch {batch} of {n}")],
         private_data: Some(private),

@@ -7,14 +7,13 @@
 //! Skipping noise by an influence test is not a privacy argument, theta~ is released unperturbed
 //! into the starting point, and Theorem 2 linearizes: `paper-bound`.
 
-use super::{Outcome, Problem};
+use super::{Outcome, Problem, paper_bound};
 use crate::error::{ErmError, Result};
 use crate::inverse_hessian::InverseHessian;
 use crate::linalg::{axpy, norm, project_ball};
 use crate::objective::Objective;
 use crate::rng::NoiseRng;
 use dp_accounting::paper_bounds::dbdp::{Theorem2Input, theorem2_noise_std};
-use dp_accounting::{Guarantee, PrivacyReport};
 
 /// c_t = -(1/n) (-H^{-1} g) for the gradient `g` of one example's loss.
 pub fn influence(inverse: &InverseHessian, objective: &Objective<'_>, gradient: &[f64]) -> Result<Vec<f64>> {
@@ -88,7 +87,7 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
     }
     Ok(Outcome {
         theta: global,
-        privacy: PrivacyReport::new(epsilon, s.delta, "kang-dbdp-theorem2", Guarantee::PaperBound),
+        privacy: paper_bound("kang-dbdp-theorem2", epsilon, s.delta)?,
         noise_std: largest_sigma,
         notes: vec![
             format!(

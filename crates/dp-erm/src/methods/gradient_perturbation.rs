@@ -7,14 +7,14 @@
 //! canaries (Steinke, Nasr and Jagielski 2023, Section 7): their coordinates are released with
 //! the model's, in the same noisy vector.
 
-use super::{Outcome, Problem};
+use super::{Outcome, Problem, non_private};
 use crate::error::{ErmError, Result};
 use crate::linalg::{axpy, project_ball};
 use crate::model::Curvature;
 use crate::objective::regularized;
 use crate::rng::NoiseRng;
 use burn::tensor::Device;
-use dp_accounting::{Guarantee, PrivacyReport, RdpAccountant, calibrate_noise_multiplier};
+use dp_accounting::{RdpAccountant, calibrate_noise_multiplier};
 use dp_data::{LotSampler, Sampling};
 use dp_kernels::NoiseScale;
 use dp_kernels::noise::GaussianNoise;
@@ -67,7 +67,7 @@ pub fn run(
         Curvature::NonConvex => 1.0,
     });
     let (z, privacy) = if epsilon.is_infinite() {
-        (0.0, PrivacyReport::new(f64::INFINITY, 0.0, "none", Guarantee::None))
+        (0.0, non_private(s.delta)?)
     } else {
         let calibration =
             calibrate_noise_multiplier(&RdpAccountant::default(), epsilon, s.delta, s.sample_rate, s.rounds)?;

@@ -3,13 +3,12 @@
 //! condition, which the paper assumes for the MLP), then T rounds of full-batch gradient descent
 //! on the perturbed rows. The privacy argument treats a loss gap as a constant: `paper-bound`.
 
-use super::{Outcome, Problem, perturb_rows};
+use super::{Outcome, Problem, paper_bound, perturb_rows};
 use crate::error::Result;
 use crate::objective::regularized;
 use crate::rng::NoiseRng;
 use crate::solver::gradient_descent;
 use dp_accounting::paper_bounds::input_perturbation::{InputNoiseInput, LossCondition, input_noise_std};
-use dp_accounting::{Guarantee, PrivacyReport};
 
 /// Runs Algorithm 1 at `epsilon`.
 pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcome> {
@@ -43,7 +42,7 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
     }
     Ok(Outcome {
         theta,
-        privacy: PrivacyReport::new(epsilon, s.delta, accountant, Guarantee::PaperBound),
+        privacy: paper_bound(accountant, epsilon, s.delta)?,
         noise_std: sigma,
         notes,
         private_data: Some(private),

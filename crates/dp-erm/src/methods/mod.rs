@@ -18,7 +18,7 @@ use crate::objective::Objective;
 use crate::rng::NoiseRng;
 use crate::row_sums::RowSums;
 use crate::solver::{Minimizer, gradient_descent};
-use dp_accounting::{Guarantee, PrivacyReport};
+use dp_accounting::{BasicComposition, DpEvent, PrivacyReport};
 use dp_data::TabularData;
 use serde::Serialize;
 use std::fmt;
@@ -331,6 +331,17 @@ pub fn perturb_rows(data: &TabularData, sigma: f64, rng: &mut NoiseRng) -> Tabul
     TabularData { features: data.features.iter().zip(noise).map(|(x, b)| x + b).collect(), ..data.clone() }
 }
 
+/// The labelled epsilon of a release analysed only by `paper`'s bound: basic composition does
+/// not support it, so the label is paper-bound.
+pub fn paper_bound(paper: &str, epsilon: f64, delta: f64) -> Result<PrivacyReport> {
+    Ok(BasicComposition::of(DpEvent::PaperBound { paper: paper.into(), epsilon, delta }, delta)?)
+}
+
+/// The labelled epsilon of a release with no privacy: infinite, label none.
+pub fn non_private(delta: f64) -> Result<PrivacyReport> {
+    Ok(BasicComposition::of(DpEvent::NonPrivate { what: "the minimizer of F on the training data".into() }, delta)?)
+}
+
 /// Runs `method` at `epsilon` (ignored by the non-private baseline).
 pub fn run(problem: &Problem, method: Method, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcome> {
     if method.is_private() && !(epsilon.is_finite() && epsilon > 0.0) {
@@ -348,7 +359,7 @@ pub fn run(problem: &Problem, method: Method, epsilon: f64, rng: &mut NoiseRng) 
         Method::Objective => objective_perturbation::run(problem, epsilon, rng),
         Method::NonPrivate => Ok(Outcome {
             theta: problem.optimum.clone(),
-            privacy: PrivacyReport::new(f64::INFINITY, 0.0, "none", Guarantee::None),
+            privacy: non_private(problem.settings.delta)?,
             noise_std: 0.0,
             notes: vec!["no privacy: the minimizer of F on the training data".into()],
             private_data: None,

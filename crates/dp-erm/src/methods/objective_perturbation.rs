@@ -10,7 +10,7 @@ use crate::error::{ErmError, Result};
 use crate::model::Curvature;
 use crate::rng::NoiseRng;
 use crate::solver::Minimizer;
-use dp_accounting::{Guarantee, PrivacyReport};
+use dp_accounting::{BasicComposition, DpEvent};
 
 /// The noise and extra regularization of the theorem.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,7 +68,10 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
     let theta = minimizer.minimize(f, problem.optimum.clone())?;
     Ok(Outcome {
         theta,
-        privacy: PrivacyReport::new(epsilon, s.delta, "kifer2012", Guarantee::Certified),
+        privacy: BasicComposition::of(
+            DpEvent::Proven { theorem: "kifer2012".into(), epsilon, delta: s.delta },
+            s.delta,
+        )?,
         noise_std: noise.sigma,
         notes: vec![format!(
             "b ~ N(0, {:.4}^2 I), extra regularization Delta = {:.4} (sum form); exact minimizer assumed (solved to 1e-10)",

@@ -8,8 +8,8 @@
 use super::{Outcome, Problem};
 use crate::error::{ErmError, Result};
 use crate::rng::NoiseRng;
-use dp_accounting::analytic_gaussian::{epsilon_for_delta, noise_for_epsilon};
-use dp_accounting::{Guarantee, PrivacyReport};
+use dp_accounting::analytic_gaussian::noise_for_epsilon;
+use dp_accounting::{Accountant, AnalyticGaussianAccountant, DpEvent, PrivacyLedger};
 
 /// Iterations of the solver whose output is perturbed (the bound holds for any T; the output is
 /// within 1e-9 of the minimizer well before this on the unit-ball data).
@@ -42,9 +42,9 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
     let z = noise_for_epsilon(epsilon, s.delta)?;
     let sigma = z * sensitivity;
     let theta: Vec<f64> = minimizer.iter().zip(rng.gaussian(minimizer.len(), sigma)).map(|(t, b)| t + b).collect();
-    let mut privacy =
-        PrivacyReport::new(epsilon_for_delta(z, s.delta)?, s.delta, "analytic-gaussian", Guarantee::Certified);
-    privacy.effective_noise_multiplier = Some(z);
+    let mut release = PrivacyLedger::new();
+    release.record_event(DpEvent::Gaussian { noise_multiplier: z }, 1)?;
+    let privacy = AnalyticGaussianAccountant.epsilon(&release, s.delta)?;
     Ok(Outcome {
         theta,
         privacy,

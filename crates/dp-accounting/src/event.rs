@@ -1,0 +1,273 @@
+//! What a release did, apart from how it is accounted (Google dp_accounting's `DpEvent`): the
+//! Gaussian mechanism with its multiplier, on a Poisson-sampled or a shuffled lot with its rate,
+//! repeated or composed; a release with no privacy; a use of private data no analysis covers;
+//! a release analysed only by its paper's own bound; one a published theorem proves. An
+//! accountant says which events its proof covers ([`crate::Accountant::supports`]), and the
+//! guarantee label of its epsilon follows from that.
+
+use crate::error::{AccountingError, Result};
+use crate::validate;
+use serde::{Deserialize, Serialize};
+
+/// How the examples of a step's lot were chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LotSampling {
+    /// Each example independently with probability q: what the accountants' proofs assume.
+    Poisson,
+    /// Fixed-size lots from shuffled passes: no accountant here covers it, so an epsilon
+    /// computed as if it were Poisson carries no guarantee.
+    Shuffled,
+}
+
+/// One release, or a structure of releases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum DpEvent {
+    /// Nothing released.
+    NoOp,
+    /// The Gaussian mechanism: noise of standard deviation `noise_multiplier` times the L2
+    /// sensitivity.
+    Gaussian {
+        /// Noise standard deviation over the sensitivity.
+        noise_multiplier: f64,
+    },
+    /// `of`, applied to a lot that holds each example independently with probability
+    /// `sample_rate`.
+    PoissonSampled {
+        /// The inclusion probability q.
+        sample_rate: f64,
+        /// What was released about the lot.
+        of: Box<DpEvent>,
+    },
+    /// `of`, applied to a fixed-size lot of a shuffled pass (`sample_rate` = lot size / N).
+    Shuffled {
+        /// Lot size over population.
+        sample_rate: f64,
+        /// What was released about the lot.
+        of: Box<DpEvent>,
+    },
+    /// `of`, `count` times.
+    SelfComposed {
+        /// How many times.
+        count: u64,
+        /// What was repeated.
+        of: Box<DpEvent>,
+    },
+    /// Each of `events`, in turn.
+    Composed {
+        /// The releases.
+        events: Vec<DpEvent>,
+    },
+    /// A release with no privacy (the unperturbed baseline's gradient): epsilon is infinite.
+    NonPrivate {
+        /// What was released.
+        what: String,
+    },
+    /// A use of private data that no analysis here covers and no epsilon can express (Xiang et
+    /// al.'s full-data gradient shaping the noise): the other releases' epsilon is shown, but
+    /// holds no guarantee.
+    Unaccounted {
+        /// What was used.
+        what: String,
+    },
+    /// A release analysed only by its paper's own bound, with unspecified constants or a
+    /// heuristic step.
+    PaperBound {
+        /// The paper and the result used.
+        paper: String,
+        /// The paper's epsilon.
+        epsilon: f64,
+        /// The delta at which it holds.
+        delta: f64,
+    },
+    /// A release whose (epsilon, delta) a published theorem proves for exactly this algorithm.
+    Proven {
+        /// The theorem.
+        theorem: String,
+        /// Its epsilon.
+        epsilon: f64,
+        /// Its delta.
+        delta: f64,
+    },
+}
+
+/// `steps` applications of the Gaussian mechanism with one noise multiplier, on lots drawn one
+/// way at one rate: the unit the Gaussian accountants compute with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GaussianSteps {
+    /// Noise standard deviation divided by the L2 sensitivity (clipping norm).
+    pub noise_multiplier: f64,
+    /// Sampling rate q in (0, 1]; 1 means full batch.
+    pub sample_rate: f64,
+    /// How many steps used these parameters.
+    pub steps: u64,
+    /// How the lots were drawn.
+    pub sampling: LotSampling,
+}
+
+impl GaussianSteps {
+    fn same_mechanism(&self, other: &Self) -> bool {
+        self.noise_multiplier == other.noise_multiplier
+            && self.sample_rate == other.sample_rate
+            && self.sampling == other.sampling
+    }
+}
+
+impl DpEvent {
+    /// The Gaussian mechanism at noise multiplier `z` on a lot drawn by `sampling` at rate `q`,
+    /// validated.
+    pub fn sampled_gaussian(z: f64, q: f64, sampling: LotSampling) -> Result<Self> {
+        let of = Box::new(DpEvent::Gaussian { noise_multiplier: validate::noise_multiplier(z)? });
+        let sample_rate = validate::sample_rate(q)?;
+        Ok(match sampling {
+            LotSampling::Poisson => DpEvent::PoissonSampled { sample_rate, of },
+            LotSampling::Shuffled => DpEvent::Shuffled { sample_rate, of },
+        })
+    }
+
+    /// `self`, `count` times (at least once).
+    pub fn repeated(self, count: u64) -> Result<Self> {
+        Ok(DpEvent::SelfComposed { count: validate::steps(count)?, of: Box::new(self) })
+    }
+
+    /// Checks every parameter of the event (a loaded ledger is checked this way, so a damaged
+    /// checkpoint cannot smuggle in an invalid release).
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            DpEvent::NoOp | DpEvent::NonPrivate { .. } | DpEvent::Unaccounted { .. } => Ok(()),
+            DpEvent::Gaussian { noise_multiplier } => validate::noise_multiplier(*noise_multiplier).map(drop),
+            DpEvent::PoissonSampled { sample_rate, of } | DpEvent::Shuffled { sample_rate, of } => {
+                validate::sample_rate(*sample_rate)?;
+                of.validate()
+            }
+            DpEvent::SelfComposed { count, of } => {
+                validate::steps(*count)?;
+                of.validate()
+            }
+            DpEvent::Composed { events } => events.iter().try_for_each(DpEvent::validate),
+            DpEvent::PaperBound { epsilon, delta, .. } | DpEvent::Proven { epsilon, delta, .. } => {
+                validate::epsilon(*epsilon)?;
+                validate::delta(*delta).map(drop)
+            }
+        }
+    }
+
+    /// The releases the event is made of, with repetitions and compositions taken apart, each
+    /// with how many times it happened.
+    pub fn parts(&self) -> Vec<(u64, &DpEvent)> {
+        let mut out = Vec::new();
+        self.collect_parts(1, &mut out);
+        out
+    }
+
+    fn collect_parts<'a>(&'a self, times: u64, out: &mut Vec<(u64, &'a DpEvent)>) {
+        match self {
+            DpEvent::SelfComposed { count, of } => of.collect_parts(times.saturating_mul(*count), out),
+            DpEvent::Composed { events } => events.iter().for_each(|e| e.collect_parts(times, out)),
+            DpEvent::NoOp => {}
+            other => out.push((times, other)),
+        }
+    }
+
+    /// The event's Gaussian releases as steps (an unsampled Gaussian has rate 1), one per
+    /// distinct mechanism with the steps added up (composition commutes). An error names a part
+    /// that is neither Gaussian nor free of privacy loss.
+    pub fn gaussian_steps(&self) -> Result<Vec<GaussianSteps>> {
+        let mut groups: Vec<GaussianSteps> = Vec::new();
+        for (times, part) in self.parts() {
+            let Some(step) = part.as_gaussian(times)? else { continue };
+            match groups.iter_mut().find(|g| g.same_mechanism(&step)) {
+                Some(g) => g.steps = g.steps.saturating_add(step.steps),
+                None => groups.push(step),
+            }
+        }
+        Ok(groups)
+    }
+
+    /// A part as Gaussian steps: None for what the Gaussian accountants leave to the label
+    /// (no privacy, or an unaccounted use).
+    fn as_gaussian(&self, steps: u64) -> Result<Option<GaussianSteps>> {
+        let (sample_rate, sampling, of) = match self {
+            DpEvent::PoissonSampled { sample_rate, of } => (*sample_rate, LotSampling::Poisson, of.as_ref()),
+            DpEvent::Shuffled { sample_rate, of } => (*sample_rate, LotSampling::Shuffled, of.as_ref()),
+            DpEvent::NonPrivate { .. } | DpEvent::Unaccounted { .. } => return Ok(None),
+            other => (1.0, LotSampling::Poisson, other),
+        };
+        match of {
+            DpEvent::Gaussian { noise_multiplier } => {
+                Ok(Some(GaussianSteps { noise_multiplier: *noise_multiplier, sample_rate, steps, sampling }))
+            }
+            other => {
+                Err(AccountingError::Unsupported(format!("a Gaussian accountant cannot compute with {}", other.kind())))
+            }
+        }
+    }
+
+    /// True when some part released data with no privacy at all.
+    pub fn is_non_private(&self) -> bool {
+        self.parts().iter().any(|(_, p)| matches!(p, DpEvent::NonPrivate { .. }))
+    }
+
+    /// The event's kind, as its serialized tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DpEvent::NoOp => "no-op",
+            DpEvent::Gaussian { .. } => "gaussian",
+            DpEvent::PoissonSampled { .. } => "poisson-sampled",
+            DpEvent::Shuffled { .. } => "shuffled",
+            DpEvent::SelfComposed { .. } => "self-composed",
+            DpEvent::Composed { .. } => "composed",
+            DpEvent::NonPrivate { .. } => "non-private",
+            DpEvent::Unaccounted { .. } => "unaccounted",
+            DpEvent::PaperBound { .. } => "paper-bound",
+            DpEvent::Proven { .. } => "proven",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_multiply_repetitions_and_flatten_compositions() {
+        let step = DpEvent::Composed {
+            events: vec![
+                DpEvent::sampled_gaussian(1.0, 0.01, LotSampling::Poisson).unwrap(),
+                DpEvent::Unaccounted { what: "w".into() },
+            ],
+        };
+        let run =
+            DpEvent::Composed { events: vec![step.clone().repeated(3).unwrap(), DpEvent::NoOp] }.repeated(2).unwrap();
+        let parts = run.parts();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].0, 6);
+        let g = run.gaussian_steps().unwrap();
+        assert_eq!(g.len(), 1);
+        assert_eq!((g[0].steps, g[0].sample_rate, g[0].sampling), (6, 0.01, LotSampling::Poisson));
+    }
+
+    #[test]
+    fn serde_tags_and_validation() {
+        let e = DpEvent::sampled_gaussian(1.1, 0.004, LotSampling::Shuffled).unwrap().repeated(7).unwrap();
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains(r#""event":"self-composed""#) && json.contains(r#""event":"shuffled""#), "{json}");
+        let back: DpEvent = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, e);
+        let bad: DpEvent = serde_json::from_str(
+            r#"{"event":"poisson-sampled","sample_rate":1.5,"of":{"event":"gaussian","noise_multiplier":1.0}}"#,
+        )
+        .unwrap();
+        assert!(bad.validate().unwrap_err().to_string().contains("sample rate"));
+        assert!(DpEvent::sampled_gaussian(0.0, 0.1, LotSampling::Poisson).is_err());
+        assert!(DpEvent::NoOp.repeated(0).is_err());
+    }
+
+    #[test]
+    fn an_epsilon_release_is_no_gaussian() {
+        let e = DpEvent::Proven { theorem: "t".into(), epsilon: 1.0, delta: 1e-5 };
+        assert!(e.gaussian_steps().unwrap_err().to_string().contains("proven"));
+        assert!(DpEvent::NonPrivate { what: "g".into() }.is_non_private());
+    }
+}
