@@ -90,6 +90,14 @@ fn train_refuses_bad_input_with_one_line() {
     one_line_error(&dptrain(&args), "out dir");
 }
 
+/// Waits (a minute at most) until a running run has written `file`.
+fn wait_for(file: &Path) {
+    let start = Instant::now();
+    while !file.exists() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     let (tmp, data) = temp_with_dataset(2000);
@@ -140,10 +148,7 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     // Killed at an arbitrary moment (after at least one checkpoint), then resumed.
     let killed = tmp.path().join("killed");
     let mut child = run(&killed, &[]).spawn().unwrap();
-    let start = Instant::now();
-    while !killed.join("checkpoint.bin").exists() && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(&killed.join("checkpoint.bin"));
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(run(&killed, &["--resume"]).status().unwrap().success());
@@ -155,10 +160,7 @@ fn a_stopped_or_killed_run_resumes_with_the_same_ledger_and_model() {
     // status is non-zero and says how to resume; the resumed run ends where the whole one did.
     let interrupted = tmp.path().join("interrupted");
     let child = run(&interrupted, &["--checkpoint-every", "0"]).stderr(Stdio::piped()).spawn().unwrap();
-    let start = Instant::now();
-    while !interrupted.join("metrics.jsonl").exists() && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(&interrupted.join("metrics.jsonl"));
     // SAFETY: sending a signal to our own child process.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();
@@ -423,26 +425,13 @@ fn audit_canaries_bound_each_mechanism_below_its_certificate() {
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--audit-canaries", "9000"]].concat()), "coordinates");
 }
 
-/// Issues 17 and 23: every privacy-relevant field of a checkpoint, edited by someone holding
-/// the run's key (the MAC recomputed), is refused on --resume in one line by the checks against
-/// the run, and the run is never resumed; the same edits sealed without the key are refused by
-/// the MAC; a damaged file, an old-format file and a config.toml that is not the checkpoint's
-/// are refused too; the untouched checkpoint resumes.
-#[test]
-fn a_tampered_checkpoint_is_refused_and_never_resumed() {
-    let (tmp, data) = temp_with_dataset(300);
-    let out = tmp.path().join("run");
-    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
-    let mut args = base_args(d, o);
-    args.extend(["--epochs", "2", "-z", "1.2", "--seed", "3", "--stop-after", "3"]);
-    assert!(dptrain(&args).status.success());
-    let original = std::fs::read(out.join("checkpoint.bin")).unwrap();
-    let header = checkpoint(&out);
-    let resume = || dptrain(&[base_args(d, o), vec!["--resume"]].concat());
-    // One step's noise: 7850 parameters, in blocks of 16 words per tensor.
-    let words_per_step = header["state"]["noise"]["word_pos"].as_u64().unwrap() / 3;
-    type Edit = Box<dyn Fn(&mut Value)>;
-    let cases: Vec<(&str, Edit, &str)> = vec![
+/// An edit of a checkpoint's JSON view.
+type Edit = Box<dyn Fn(&mut Value)>;
+
+/// Edits of a logistic-regression run's checkpoint after 3 steps of `words_per_step` noise
+/// words each, and what the refusal of each names.
+fn tamper_cases(words_per_step: u64) -> Vec<(&'static str, Edit, &'static str)> {
+    vec![
         (
             "noise multiplier",
             Box::new(|h| h["state"]["ledger"]["entries"][0]["event"]["of"]["noise_multiplier"] = 100.0.into()),
@@ -495,7 +484,28 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
         ("seed dropped", Box::new(|h| h["seeded"] = false.into()), "seeded"),
         ("allocation added", Box::new(|h| h["state"]["allocation"] = serde_json::json!([7840, 10])), "allocation"),
         ("config digest", Box::new(|h| h["config_digest"] = "0".repeat(64).into()), "config.toml"),
-    ];
+    ]
+}
+
+/// Issues 17 and 23: every privacy-relevant field of a checkpoint, edited by someone holding
+/// the run's key (the MAC recomputed), is refused on --resume in one line by the checks against
+/// the run, and the run is never resumed; the same edits sealed without the key are refused by
+/// the MAC; a damaged file, an old-format file and a config.toml that is not the checkpoint's
+/// are refused too; the untouched checkpoint resumes.
+#[test]
+fn a_tampered_checkpoint_is_refused_and_never_resumed() {
+    let (tmp, data) = temp_with_dataset(300);
+    let out = tmp.path().join("run");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = base_args(d, o);
+    args.extend(["--epochs", "2", "-z", "1.2", "--seed", "3", "--stop-after", "3"]);
+    assert!(dptrain(&args).status.success());
+    let original = std::fs::read(out.join("checkpoint.bin")).unwrap();
+    let header = checkpoint(&out);
+    let resume = || dptrain(&[base_args(d, o), vec!["--resume"]].concat());
+    // One step's noise: 7850 parameters, in blocks of 16 words per tensor.
+    let words_per_step = header["state"]["noise"]["word_pos"].as_u64().unwrap() / 3;
+    let cases = tamper_cases(words_per_step);
     let refused = |what: &str, needle: &str| {
         let tampered = std::fs::read(out.join("checkpoint.bin")).unwrap();
         let refused = resume();
@@ -520,11 +530,13 @@ fn a_tampered_checkpoint_is_refused_and_never_resumed() {
     damaged[middle] ^= 1;
     std::fs::write(out.join("checkpoint.bin"), &damaged).unwrap();
     one_line_error(&resume(), "MAC");
-    // A checkpoint of the previous format, which held the keys.
-    let mut old = original.clone();
-    old[..8].copy_from_slice(b"DPTCKPT2");
-    std::fs::write(out.join("checkpoint.bin"), &old).unwrap();
-    one_line_error(&resume(), "older dptrain");
+    // Checkpoints of older formats: one held the keys, the other a ledger without events.
+    for magic in [b"DPTCKPT2", b"DPTCKPT4"] {
+        let mut old = original.clone();
+        old[..8].copy_from_slice(magic);
+        std::fs::write(out.join("checkpoint.bin"), &old).unwrap();
+        one_line_error(&resume(), "older dptrain");
+    }
     // The run folder's config.toml replaced by another run's.
     std::fs::write(out.join("checkpoint.bin"), &original).unwrap();
     let config = std::fs::read_to_string(out.join("config.toml")).unwrap();
