@@ -5,6 +5,7 @@
 //! run after warm-up so all see the same machine state. On a CubeCL device (wgpu) it also counts
 //! the device kernels each mechanism's step launches.
 
+use crate::scattered::feature_shape;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
@@ -80,16 +81,21 @@ impl BenchConfig {
             return Err(EngineError::invalid("bench", "lot size and batch size must be at least 1"));
         }
         let batch = self.batch_size.min(self.lot_size);
-        let [c, h, w] = self.input;
+        let [c, h, w] = self.model_input()?;
         dp_data::memory::check(
             &format!(
                 "a benchmark step of {} (lot size {}, batches of {batch} images of {c}x{h}x{w})",
                 self.model.name.as_str(),
                 self.lot_size
             ),
-            footprint(self.model, self.input, self.classes)?.step_bytes(batch),
+            footprint(self.model, self.model_input()?, self.classes)?.step_bytes(batch),
         )
         .map_err(EngineError::from)
+    }
+
+    /// What the model reads: the images, or their ScatterNet features' shape.
+    fn model_input(&self) -> Result<[usize; 3]> {
+        if self.model.name.reads_scattering() { feature_shape(self.input) } else { Ok(self.input) }
     }
 }
 
@@ -168,7 +174,8 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     config.check()?;
     let dev = &device.device;
     let mut rng = ChaChaState::new(Some(0), 0).restore();
-    let size: usize = config.input.iter().product();
+    let input = config.model_input()?;
+    let size: usize = input.iter().product();
     let pixels = config.lot_size.checked_mul(size).filter(|&p| p <= MAX_LOT_BYTES).ok_or_else(|| {
         EngineError::invalid(
             "lot size",
@@ -180,12 +187,16 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     })?;
     let pixels: Vec<u8> = (0..pixels).map(|_| rng.random()).collect();
     let labels: Vec<u8> = (0..config.lot_size).map(|_| rng.random_range(0..config.classes as u8)).collect();
-    let channels = config.input[0];
-    let normalization = Normalization { mean: vec![0.5; channels], std: vec![0.25; channels] };
-    let data = ImageDataset::new(pixels, labels, config.input, config.classes, normalization)?;
+    let data = if config.model.name.reads_scattering() {
+        let features = pixels.iter().map(|&p| f32::from(p) / 64.0).collect();
+        ImageDataset::from_features(features, labels, input, config.classes)?
+    } else {
+        let normalization = Normalization { mean: vec![0.5; input[0]], std: vec![0.25; input[0]] };
+        ImageDataset::new(pixels, labels, input, config.classes, normalization)?
+    };
     let source = CrossEntropyLots { data: &data };
     let batching = Batching::for_backend(config.batch_size, device.backend);
-    let model = build(config.model, config.input, config.classes, &mut rng, dev)?.train();
+    let model = build(config.model, input, config.classes, &mut rng, dev)?.train();
     let table = ParamTable::of(&model)?;
     let mut contenders = config
         .mechanisms

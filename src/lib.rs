@@ -5,8 +5,10 @@
 //! `dp_engine::privacy_engine::PrivacyEngine`, as `trainer::train` does.
 
 pub mod bench;
+pub mod cache_dir;
 pub mod checkpoint;
 pub mod run_folder;
+pub mod scattered;
 pub mod train_config;
 pub mod trainer;
 pub mod zoo;

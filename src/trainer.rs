@@ -6,10 +6,12 @@
 //! checked against the run), canary placement; then the loop steps the library's
 //! [`DpOptimizer`], as a library user would.
 
+use crate::cache_dir::cache_dir;
 use crate::checkpoint::{Checkpoint, Header, checkpoint_path};
 use crate::run_folder::keys::RunKeys;
 use crate::run_folder::lock::RunLock;
 use crate::run_folder::{self, METRICS_FILE, sha256_hex};
+use crate::scattered::scattered;
 use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
@@ -67,6 +69,13 @@ pub enum Event {
         planned_sigma_privacy: Option<Box<PrivacyReport>>,
         /// Caveats the user must read.
         notes: Vec<String>,
+    },
+    /// ScatterNet features are being computed (not found in the cache).
+    Scattering {
+        /// Examples to transform.
+        examples: usize,
+        /// Where they will be cached (None: nowhere, no cache folder is known).
+        cache: Option<PathBuf>,
     },
     /// A step was taken (every step; nothing is read from the device for it).
     Progress {
@@ -173,8 +182,9 @@ pub fn load_dataset(name: DatasetName, dir: Option<&Path>, split: Split) -> Resu
 }
 
 /// The training and test sets of a run, refused when their shapes or classes differ (the
-/// model could not evaluate the test set after training).
-fn load_data(config: &TrainConfig) -> Result<(ImageDataset, ImageDataset)> {
+/// model could not evaluate the test set after training); a ScatterNet model's are their
+/// features (`scattered`, cached), whose computation `observe` is told of.
+fn load_data(config: &TrainConfig, observe: &mut dyn FnMut(&Event)) -> Result<(ImageDataset, ImageDataset)> {
     let train = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Train)?;
     let test = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Test)?;
     for (set, name) in [(&train, "training"), (&test, "test")] {
@@ -191,7 +201,14 @@ fn load_data(config: &TrainConfig) -> Result<(ImageDataset, ImageDataset)> {
             train.classes()
         )));
     }
-    Ok((train, test))
+    if !config.model.reads_scattering() {
+        return Ok((train, test));
+    }
+    let cache = cache_dir();
+    let mut features = |set: &ImageDataset| {
+        scattered(set, cache.as_deref(), &mut |examples| observe(&Event::Scattering { examples, cache: cache.clone() }))
+    };
+    Ok((features(&train)?, features(&test)?))
 }
 
 /// How this invocation runs: fresh or resumed, and whether it stops early.
@@ -388,7 +405,7 @@ pub fn train(
     let Opened { mut lock, checkpoint, config, keys } = open_run(config, &session, &run_dir)?;
     let privacy = config.privacy()?;
     config.validate(&privacy)?;
-    let (train_data, test_data) = load_data(&config)?;
+    let (train_data, test_data) = load_data(&config, observe)?;
 
     let spec = ModelSpec {
         name: config.model,

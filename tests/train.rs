@@ -572,3 +572,40 @@ fn the_gpu_probe_prints_nothing_without_a_session() {
     assert!(output.status.success(), "{stderr}");
     assert!(!stderr.contains("XDG_RUNTIME_DIR"), "stderr: {stderr}");
 }
+
+/// The ScatterNet models train on features computed once and cached (the second run reads them,
+/// says nothing of computing, and ends with the same seeded model), resume like any other, and
+/// a cache folder that cannot be written only costs the recomputation.
+#[test]
+fn scatnet_models_train_on_cached_scattering_features() {
+    let (tmp, data) = temp_with_dataset(200);
+    let cache = tmp.path().join("cache");
+    let run = |model: &str, out: &Path, cache: &Path, extra: &[&str]| {
+        let mut args = base_args(data.to_str().unwrap(), out.to_str().unwrap());
+        args[8] = model;
+        args.extend(["--epochs", "1", "-z", "1", "--seed", "4", "--json"]);
+        args.extend(extra);
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_dptrain")).args(&args).env("DPTRAIN_CACHE_DIR", cache).output().unwrap();
+        assert!(out.status.success(), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (report, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (first, said) = run("scatnet-linear", &tmp.path().join("a"), &cache, &[]);
+    assert!(said.contains("computing the ScatterNet features of 200 examples"), "{said}");
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2, "the training and test sets' features");
+    let (second, said) = run("scatnet-linear", &tmp.path().join("b"), &cache, &[]);
+    assert!(!said.contains("computing"), "{said}");
+    assert_eq!(first["test_accuracy"], second["test_accuracy"]);
+    assert_eq!(first["guarantee"], "certified");
+    let stopped = tmp.path().join("c");
+    run("scatnet-cnn", &stopped, &cache, &["--stop-after", "2"]);
+    let (resumed, _) = run("scatnet-cnn", &stopped, &cache, &["--resume"]);
+    let (whole, _) = run("scatnet-cnn", &tmp.path().join("d"), &cache, &[]);
+    assert_eq!(resumed["test_accuracy"], whole["test_accuracy"]);
+    assert_eq!(resumed["steps"], whole["steps"]);
+    let unwritable = tmp.path().join("a").join("config.toml").join("cache");
+    let (uncached, said) = run("scatnet-linear", &tmp.path().join("e"), &unwritable, &[]);
+    assert!(said.contains("computing"), "{said}");
+    assert_eq!(uncached["test_accuracy"], first["test_accuracy"]);
+}

@@ -26,6 +26,7 @@ pub mod device_ops;
 pub mod gaussian;
 pub mod im2col;
 pub mod noise;
+pub mod scattering;
 pub mod sigma_solver;
 pub mod smoothing;
 pub mod tensor_io;

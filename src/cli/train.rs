@@ -366,6 +366,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
             progress.set_length(*planned_steps);
             progress.set_position(*start_step);
         }
+        Event::Scattering { examples, cache } => {
+            let kept =
+                cache.as_ref().map_or("not cached: no cache folder".into(), |c| format!("cached in {}", c.display()));
+            progress.note(format!("computing the ScatterNet features of {examples} examples ({kept})"));
+        }
         Event::Progress { step } => progress.set_position(*step),
         Event::Step { loss, accuracy, .. } => {
             let accuracy = accuracy.map_or(String::new(), |a| format!(" train acc {:.1}%", a * 100.0));

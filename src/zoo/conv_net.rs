@@ -22,11 +22,17 @@ pub struct ConvNet {
     /// The non-linearity after every layer but the last.
     #[module(skip)]
     pub activation: Activation,
+    /// Groups of channels each example's input is standardised in first (ScatterNet models).
+    #[module(skip)]
+    pub input_groups: Option<usize>,
 }
 
 impl ImageClassifier for ConvNet {
     fn logits(&self, x: Tensor<4>) -> Tensor<2> {
-        let mut h = x;
+        let mut h = match self.input_groups {
+            Some(groups) => standardize(x, groups),
+            None => x,
+        };
         for (conv, pool) in self.convs.iter().zip(&self.pools) {
             h = self.activation.apply(conv.forward(h));
             if let Some(p) = pool {
@@ -43,4 +49,15 @@ impl ImageClassifier for ConvNet {
         }
         h
     }
+}
+
+/// Each example's `x` [B, C, H, W] standardised (zero mean, unit variance, variance + 1e-5) in
+/// `groups` groups of C / groups channels: GroupNorm without parameters, per example, so the
+/// examples of a lot stay independent.
+fn standardize(x: Tensor<4>, groups: usize) -> Tensor<4> {
+    let [b, c, h, w] = x.dims();
+    let grouped = x.reshape([b, groups, c / groups * h * w]);
+    let centred = grouped.clone() - grouped.mean_dim(2);
+    let variance = centred.clone().powi_scalar(2).mean_dim(2);
+    (centred / (variance + 1e-5).sqrt()).reshape([b, c, h, w])
 }

@@ -12,6 +12,13 @@
 //! - `mlp`: one hidden layer (as wide as the input unless `hidden` says otherwise).
 //! - `wrn-16-4`: De et al. 2022's wide residual network with GroupNorm and weight-standardised
 //!   convolutions (`wide_resnet`).
+//! - `scatnet-linear`, `scatnet-cnn`: Tramèr and Boneh 2021's heads on ScatterNet features (the
+//!   scattering transform with J = 2, L = 8: 81 channels per image channel at a quarter of the
+//!   resolution, computed once by `crate::scattered`), each feature map standardised in 27
+//!   groups of channels (GroupNorm without parameters), then a linear layer; or, for 28 x 28
+//!   images, conv 16 3x3/2 pad 1, conv 32 3x3/1 pad 1, fc 32, fc classes, and for 32 x 32 ones
+//!   conv 64 3x3 pad 1, maxpool 2/2, conv 64 3x3 pad 1, fc classes (their `MNIST_CNN` and
+//!   `CIFAR10_CNN` on scattering input).
 //!
 //! BatchNorm is refused: it mixes the examples of a batch, so no per-example gradient exists and
 //! DP-SGD's sensitivity argument fails; GroupNorm is the DP-compatible replacement.
@@ -53,17 +60,23 @@ pub enum ModelName {
     /// WRN-16-4 with GroupNorm and weight standardisation (De et al. 2022).
     #[serde(rename = "wrn-16-4")]
     Wrn16x4,
+    /// Tramèr and Boneh's linear model on ScatterNet features.
+    ScatnetLinear,
+    /// Tramèr and Boneh's small CNN on ScatterNet features.
+    ScatnetCnn,
 }
 
 impl ModelName {
     /// Every model, for help texts.
-    pub const ALL: [ModelName; 6] = [
+    pub const ALL: [ModelName; 8] = [
         ModelName::MnistCnn,
         ModelName::XiangMnist,
         ModelName::Cifar10Cnn,
         ModelName::Logreg,
         ModelName::Mlp,
         ModelName::Wrn16x4,
+        ModelName::ScatnetLinear,
+        ModelName::ScatnetCnn,
     ];
 
     /// The name users type.
@@ -75,7 +88,14 @@ impl ModelName {
             ModelName::Logreg => "logreg",
             ModelName::Mlp => "mlp",
             ModelName::Wrn16x4 => "wrn-16-4",
+            ModelName::ScatnetLinear => "scatnet-linear",
+            ModelName::ScatnetCnn => "scatnet-cnn",
         }
+    }
+
+    /// True when the model reads ScatterNet features of the images, not their pixels.
+    pub fn reads_scattering(self) -> bool {
+        matches!(self, ModelName::ScatnetLinear | ModelName::ScatnetCnn)
     }
 }
 
@@ -123,9 +143,19 @@ enum Shape {
 /// One layer of a convolutions-then-dense-layers model, as planned.
 #[derive(Debug, Clone, Copy)]
 enum Layer {
-    Conv { channels: [usize; 2], kernel: usize, stride: usize, padding: usize },
+    /// Each example's input standardised in this many groups of channels.
+    Standardize(usize),
+    Conv {
+        channels: [usize; 2],
+        kernel: usize,
+        stride: usize,
+        padding: usize,
+    },
     Pool(MaxPool),
-    Dense { d_in: usize, d_out: usize },
+    Dense {
+        d_in: usize,
+        d_out: usize,
+    },
 }
 
 /// A model planned layer by layer from shapes alone: nothing is allocated until
@@ -135,6 +165,10 @@ struct Builder {
     shape: Shape,
     footprint: Footprint,
 }
+
+/// Groups of ScatterNet channels standardised together (Tramèr and Boneh's 27: 3 channels of
+/// 81 each, for one image channel).
+const SCATTERING_GROUPS: usize = 27;
 
 /// The most scalar parameters a zoo model may have (4 GiB of f32): larger sizes are refused
 /// from arithmetic before anything is allocated.
@@ -172,6 +206,20 @@ impl Builder {
         Ok(self)
     }
 
+    /// Standardises each example's input in `groups` groups of channels (Tramèr and Boneh's
+    /// GroupNorm without parameters on ScatterNet features).
+    fn standardize(&mut self, groups: usize) -> Result<&mut Self> {
+        let Shape::Image([c, ..]) = self.shape else {
+            return Err(EngineError::Unsupported("group standardisation needs image input".into()));
+        };
+        if groups == 0 || !c.is_multiple_of(groups) {
+            return Err(EngineError::Unsupported(format!("{c} channels do not split into {groups} groups")));
+        }
+        self.footprint.add_activations(self.width());
+        self.layers.push(Layer::Standardize(groups));
+        Ok(self)
+    }
+
     fn pool(&mut self, kernel: usize, stride: usize) -> Result<&mut Self> {
         let Shape::Image([c, h, w]) = self.shape else {
             return Err(EngineError::Unsupported("pooling needs image input".into()));
@@ -204,9 +252,11 @@ impl Builder {
 
     /// The planned model on `device`.
     fn build(&self, activation: Activation, device: &Device) -> ConvNet {
-        let mut net = ConvNet { convs: Vec::new(), dense: Vec::new(), pools: Vec::new(), activation };
+        let mut net =
+            ConvNet { convs: Vec::new(), dense: Vec::new(), pools: Vec::new(), activation, input_groups: None };
         for layer in &self.layers {
             match *layer {
+                Layer::Standardize(groups) => net.input_groups = Some(groups),
                 Layer::Conv { channels, kernel, stride, padding } => {
                     let conv = DpConv2dConfig::new(channels, [kernel, kernel])
                         .with_stride([stride, stride])
@@ -303,6 +353,15 @@ fn conv_net(spec: ModelSpec, input: [usize; 3], classes: usize) -> Result<Builde
             b.dense(hidden)?.dense(classes)?;
         }
         ModelName::Wrn16x4 => return Err(EngineError::Unsupported("wrn-16-4 is a residual network".into())),
+        ModelName::ScatnetLinear => {
+            b.standardize(SCATTERING_GROUPS)?.dense(classes)?;
+        }
+        ModelName::ScatnetCnn if input[1] <= 7 => {
+            b.standardize(SCATTERING_GROUPS)?.conv(16, 3, 2, 1)?.conv(32, 3, 1, 1)?.dense(32)?.dense(classes)?;
+        }
+        ModelName::ScatnetCnn => {
+            b.standardize(SCATTERING_GROUPS)?.conv(64, 3, 1, 1)?.pool(2, 2)?.conv(64, 3, 1, 1)?.dense(classes)?;
+        }
     }
     Ok(b)
 }

@@ -1,4 +1,6 @@
-//! An in-memory image classification dataset: raw bytes kept compact, normalised per batch.
+//! An in-memory image classification dataset: raw bytes kept compact, normalised per batch; or
+//! real-valued features of the same layout (a fixed transform's output, such as scattering
+//! coefficients), taken as they are.
 
 use crate::error::{DataError, Result};
 use serde::{Deserialize, Serialize};
@@ -13,14 +15,22 @@ pub struct Normalization {
     pub std: Vec<f32>,
 }
 
-/// Images of one shape with integer class labels.
+/// How an example's values are stored.
+#[derive(Debug, Clone)]
+enum Values {
+    /// Raw bytes, normalised per channel when a batch is taken.
+    Pixels { bytes: Vec<u8>, normalization: Normalization },
+    /// Real values, taken as they are.
+    Features(Vec<f32>),
+}
+
+/// Images (or feature maps) of one shape with integer class labels.
 #[derive(Debug, Clone)]
 pub struct ImageDataset {
-    pixels: Vec<u8>,
+    values: Values,
     labels: Vec<u8>,
     shape: [usize; 3],
     classes: usize,
-    normalization: Normalization,
 }
 
 impl ImageDataset {
@@ -32,25 +42,40 @@ impl ImageDataset {
         classes: usize,
         normalization: Normalization,
     ) -> Result<Self> {
-        let size: usize = shape.iter().product();
+        Self::check(pixels.len(), &labels, shape, classes)?;
         let invalid = |reason: String| Err(DataError::InvalidParameter { name: "dataset", reason });
-        if size == 0 || pixels.len() != labels.len() * size {
-            return invalid(format!(
-                "{} pixel bytes do not hold {} images of shape {shape:?}",
-                pixels.len(),
-                labels.len()
-            ));
-        }
-        if let Some(bad) = labels.iter().find(|&&l| usize::from(l) >= classes) {
-            return invalid(format!("label {bad} is not below the number of classes {classes}"));
-        }
         if normalization.mean.len() != shape[0]
             || normalization.std.len() != shape[0]
             || normalization.std.iter().any(|s| !(s.is_finite() && *s > 0.0))
         {
             return invalid(format!("normalisation {normalization:?} does not fit {} channels", shape[0]));
         }
-        Ok(Self { pixels, labels, shape, classes, normalization })
+        Ok(Self { values: Values::Pixels { bytes: pixels, normalization }, labels, shape, classes })
+    }
+
+    /// A dataset of example-major CHW real `features`, used as they are; refused unless every
+    /// value is finite.
+    pub fn from_features(features: Vec<f32>, labels: Vec<u8>, shape: [usize; 3], classes: usize) -> Result<Self> {
+        Self::check(features.len(), &labels, shape, classes)?;
+        if features.iter().any(|x| !x.is_finite()) {
+            let reason = "a feature is not a finite number".to_string();
+            return Err(DataError::InvalidParameter { name: "dataset", reason });
+        }
+        Ok(Self { values: Values::Features(features), labels, shape, classes })
+    }
+
+    /// Refuses `values` scalars that are not `labels.len()` examples of `shape`, or a label not
+    /// below `classes`.
+    fn check(values: usize, labels: &[u8], shape: [usize; 3], classes: usize) -> Result<()> {
+        let size: usize = shape.iter().product();
+        let invalid = |reason: String| Err(DataError::InvalidParameter { name: "dataset", reason });
+        if size == 0 || Some(values) != labels.len().checked_mul(size) {
+            return invalid(format!("{values} values do not hold {} examples of shape {shape:?}", labels.len()));
+        }
+        if let Some(bad) = labels.iter().find(|&&l| usize::from(l) >= classes) {
+            return invalid(format!("label {bad} is not below the number of classes {classes}"));
+        }
+        Ok(())
     }
 
     /// Number of examples.
@@ -78,16 +103,21 @@ impl ImageDataset {
         &self.labels
     }
 
-    /// Normalised pixels (CHW per example, examples concatenated) and labels of `indices`.
+    /// Normalised pixels or features (CHW per example, examples concatenated) and labels of
+    /// `indices`.
     pub fn batch(&self, indices: &[usize]) -> (Vec<f32>, Vec<u8>) {
         let [c, h, w] = self.shape;
-        let plane = h * w;
-        let mut images = Vec::with_capacity(indices.len() * c * plane);
+        let (plane, size) = (h * w, c * h * w);
+        let mut images = Vec::with_capacity(indices.len() * size);
         for &i in indices {
-            let example = &self.pixels[i * c * plane..(i + 1) * c * plane];
-            for (ch, channel) in example.chunks_exact(plane).enumerate() {
-                let (mean, std) = (self.normalization.mean[ch], self.normalization.std[ch]);
-                images.extend(channel.iter().map(|&p| (f32::from(p) / 255.0 - mean) / std));
+            match &self.values {
+                Values::Pixels { bytes, normalization } => {
+                    for (ch, channel) in bytes[i * size..(i + 1) * size].chunks_exact(plane).enumerate() {
+                        let (mean, std) = (normalization.mean[ch], normalization.std[ch]);
+                        images.extend(channel.iter().map(|&p| (f32::from(p) / 255.0 - mean) / std));
+                    }
+                }
+                Values::Features(values) => images.extend_from_slice(&values[i * size..(i + 1) * size]),
             }
         }
         (images, indices.iter().map(|&i| self.labels[i]).collect())
@@ -110,6 +140,14 @@ mod tests {
         assert_eq!(y, vec![0]);
         let want: Vec<f32> = [51u8, 102, 153, 204].iter().map(|&p| (f32::from(p) / 255.0 - 0.5) / 0.5).collect();
         assert_eq!(x, want);
+    }
+
+    #[test]
+    fn features_are_taken_as_they_are() {
+        let d = ImageDataset::from_features(vec![0.5, -3.0, 7.25, 1e-3], vec![1, 0], [1, 1, 2], 2).unwrap();
+        assert_eq!(d.batch(&[1, 0]), (vec![7.25, 1e-3, 0.5, -3.0], vec![0, 1]));
+        assert!(ImageDataset::from_features(vec![0.0, f32::NAN], vec![0], [1, 1, 2], 2).is_err());
+        assert!(ImageDataset::from_features(vec![0.0; 3], vec![0], [1, 1, 2], 2).is_err());
     }
 
     #[test]

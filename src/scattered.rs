@@ -1,0 +1,155 @@
+//! A dataset's ScatterNet features (Tramèr and Boneh 2021): the scattering transform of every
+//! image (`dp_kernels::scattering`, J = 2, L = 8, checked against Kymatio), computed once and
+//! cached on disk under a name that is the SHA-256 of the transform and of the dataset (shape,
+//! classes, labels, normalised values), so that another dataset or another transform can never
+//! read it. A cache file is sealed by the SHA-256 of its values and written atomically, owner-only
+//! (the features are the private data in another form); a damaged one is recomputed. Features
+//! are a fixed, data-independent function of each example alone, so DP-SGD on them is DP for
+//! the images.
+
+use crate::run_folder::files::{OWNER_ONLY, read_regular, write_atomic};
+use dp_data::ImageDataset;
+use dp_engine::error::{EngineError, Result};
+use dp_kernels::scattering::Scattering2d;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// What the cache key names as the transform (changing the transform's code changes it).
+const TRANSFORM: &str = "scattering J=2 L=8 order 2 (Kymatio 0.3 layout), f32, v1";
+/// The first bytes of a cache file.
+const MAGIC: &[u8; 8] = b"DPTSCAT1";
+/// Scales of the transform.
+const J: usize = 2;
+/// Angles of the transform.
+const L: usize = 8;
+/// Examples transformed per chunk (bounds the f64 copy in memory).
+const CHUNK: usize = 2048;
+
+/// The transform of `shape` images, refused when they are too small.
+fn transform(shape: [usize; 3]) -> Result<Scattering2d> {
+    Scattering2d::new(shape[1], shape[2], J, L).ok_or_else(|| {
+        EngineError::invalid(
+            "model",
+            format!("{}x{} images are too small for a scattering of {J} scales", shape[1], shape[2]),
+        )
+    })
+}
+
+/// The shape of the features of `shape` images: 81 channels per image channel.
+pub fn feature_shape(shape: [usize; 3]) -> Result<[usize; 3]> {
+    let t = transform(shape)?;
+    let (h, w) = t.output_size();
+    Ok([shape[0] * t.channels(), h, w])
+}
+
+/// The cache file of `data`'s features in `dir`.
+fn cache_file(dir: &Path, data: &ImageDataset) -> PathBuf {
+    let mut key = Sha256::new();
+    key.update(TRANSFORM.as_bytes());
+    key.update(format!("{:?} {}", data.shape(), data.classes()).as_bytes());
+    key.update(data.labels());
+    for start in (0..data.len()).step_by(CHUNK) {
+        let indices: Vec<usize> = (start..(start + CHUNK).min(data.len())).collect();
+        data.batch(&indices).0.iter().for_each(|x| key.update(x.to_le_bytes()));
+    }
+    dir.join(format!("scattering-{}.bin", hex::encode(key.finalize())))
+}
+
+/// The features a cache file holds, when it is whole: `len` values under their digest.
+fn read_cache(path: &Path, len: usize) -> Option<Vec<f32>> {
+    let bytes = read_regular(path, (len as u64).saturating_mul(4).saturating_add(40)).ok()?;
+    let (head, body) = bytes.split_at_checked(40)?;
+    if &head[..8] != MAGIC || body.len() != len * 4 || Sha256::digest(body).as_slice() != &head[8..] {
+        return None;
+    }
+    Some(body.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+/// Writes `features` to the cache file `path`.
+fn write_cache(path: &Path, features: &[f32]) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| EngineError::invalid("cache", format!("{}: {e}", dir.display())))?;
+    }
+    let body: Vec<u8> = features.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let bytes = [MAGIC.as_slice(), Sha256::digest(&body).as_slice(), &body].concat();
+    write_atomic(path, &bytes, OWNER_ONLY)
+}
+
+/// `data`'s ScatterNet features, read from the cache in `cache` when it holds them, else
+/// computed (`computing` is told how many examples first) and cached there. A cache that cannot
+/// be written is skipped: the features are the same.
+pub fn scattered(data: &ImageDataset, cache: Option<&Path>, computing: &mut dyn FnMut(usize)) -> Result<ImageDataset> {
+    let t = transform(data.shape())?;
+    let shape = feature_shape(data.shape())?;
+    let len =
+        data.len().checked_mul(shape.iter().product()).ok_or_else(|| EngineError::invalid("dataset", "too large"))?;
+    dp_data::memory::check("the ScatterNet features", (len as u128).checked_mul(8))?;
+    let file = cache.map(|dir| cache_file(dir, data));
+    let features = match file.as_deref().and_then(|f| read_cache(f, len)) {
+        Some(features) => features,
+        None => {
+            computing(data.len());
+            let mut features = Vec::with_capacity(len);
+            for start in (0..data.len()).step_by(CHUNK) {
+                let indices: Vec<usize> = (start..(start + CHUNK).min(data.len())).collect();
+                let images: Vec<f64> = data.batch(&indices).0.into_iter().map(f64::from).collect();
+                features.extend(t.transform_all(&images).into_iter().map(|x| x as f32));
+            }
+            if let Some(f) = &file {
+                // The features are the same without a cache: a folder that cannot be written
+                // costs the next run a recomputation, nothing else.
+                let _ = write_cache(f, &features);
+            }
+            features
+        }
+    };
+    ImageDataset::from_features(features, data.labels().to_vec(), shape, data.classes()).map_err(EngineError::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dp_data::Normalization;
+
+    fn images(n: usize, shift: u8) -> ImageDataset {
+        let pixels = (0..n * 784).map(|i| (i as u8).wrapping_mul(7).wrapping_add(shift)).collect();
+        let labels = (0..n).map(|i| (i % 10) as u8).collect();
+        ImageDataset::new(pixels, labels, [1, 28, 28], 10, Normalization { mean: vec![0.3], std: vec![0.4] }).unwrap()
+    }
+
+    #[test]
+    fn features_are_cached_per_dataset_and_recomputed_when_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = images(3, 0);
+        let mut computed = 0;
+        let first = scattered(&data, Some(dir.path()), &mut |n| computed += n).unwrap();
+        assert_eq!((computed, first.shape()), (3, [81, 7, 7]));
+        let again = scattered(&data, Some(dir.path()), &mut |n| computed += n).unwrap();
+        assert_eq!(computed, 3, "read from the cache");
+        assert_eq!(again.batch(&[0, 1, 2]), first.batch(&[0, 1, 2]));
+        // One image through the transform alone gives the same features.
+        let alone = transform([1, 28, 28])
+            .unwrap()
+            .transform(&data.batch(&[1]).0.into_iter().map(f64::from).collect::<Vec<_>>());
+        assert_eq!(first.batch(&[1]).0, alone.into_iter().map(|x| x as f32).collect::<Vec<_>>());
+        // A damaged cache file is recomputed; another dataset has its own file.
+        let file = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        let mut bytes = std::fs::read(&file).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&file, bytes).unwrap();
+        let repaired = scattered(&data, Some(dir.path()), &mut |n| computed += n).unwrap();
+        assert_eq!((computed, repaired.batch(&[2])), (6, first.batch(&[2])));
+        scattered(&images(3, 1), Some(dir.path()), &mut |n| computed += n).unwrap();
+        assert_eq!((computed, std::fs::read_dir(dir.path()).unwrap().count()), (9, 2));
+    }
+
+    #[test]
+    fn images_too_small_are_refused() {
+        let data =
+            ImageDataset::new(vec![0; 4], vec![0], [1, 2, 2], 2, Normalization { mean: vec![0.0], std: vec![1.0] })
+                .unwrap();
+        let err = scattered(&data, None, &mut |_| {}).unwrap_err().to_string();
+        assert!(err.contains("too small"), "{err}");
+    }
+}
