@@ -34,6 +34,9 @@ pub struct TrainConfig {
     pub activation: Activation,
     /// Hidden width of `mlp`.
     pub hidden: Option<usize>,
+    /// Hold the last this many training examples out of training and evaluate on them instead
+    /// of the test set (hyper-parameters chosen without the test set).
+    pub validation: Option<usize>,
     /// Normalisation layers (BatchNorm is refused).
     pub normalization: Normalization,
     /// Device.
@@ -66,6 +69,9 @@ pub struct TrainConfig {
     pub momentum: f64,
     /// Weight decay (L2 for SGD and Adam, decoupled for AdamW).
     pub weight_decay: f64,
+    /// Decay of an exponential moving average of the parameters, evaluated instead of the last
+    /// iterate (De et al. 2022; post-processing, the same epsilon); None: no average.
+    pub ema: Option<f64>,
     /// Accountant.
     pub accountant: AccountantName,
     /// Seed for a reproducible run (sampling, noise and initialisation); None keys from the OS.
@@ -88,6 +94,7 @@ impl Default for TrainConfig {
             model: ModelName::MnistCnn,
             activation: Activation::Tanh,
             hidden: None,
+            validation: None,
             normalization: Normalization::None,
             device: DeviceChoice::Auto,
             mechanism: MechanismName::Gaussian,
@@ -104,6 +111,7 @@ impl Default for TrainConfig {
             learning_rate: 0.5,
             momentum: 0.0,
             weight_decay: 0.0,
+            ema: None,
             accountant: AccountantName::Rdp,
             seed: None,
             checkpoint_every: 200,

@@ -15,14 +15,12 @@ use crate::scattered::scattered;
 use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
-use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use dp_accounting::PrivacyReport;
 use dp_data::{ChaChaState, DatasetName, ImageDataset, Split};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
 use dp_engine::classifier::{CrossEntropyLots, evaluate};
-use dp_engine::dp_checkpoint::DpCheckpoint;
 use dp_engine::dp_checkpoint::values_digest;
 use dp_engine::dp_optimizer::DpOptimizer;
 use dp_engine::error::{EngineError, Result};
@@ -32,7 +30,6 @@ use dp_engine::optimizer::optimizer;
 use dp_engine::plan::Plan;
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
-use dp_engine::step::StepState;
 use dp_engine::step::batching::Batching;
 use dp_engine::step::lot::mean_gradient;
 use serde::Serialize;
@@ -130,8 +127,10 @@ impl Event {
 /// The final report of a run (also written to report.json).
 #[derive(Debug, Clone, Serialize)]
 pub struct TrainReport {
-    /// Test accuracy of the final model.
+    /// Accuracy of the final model on the set it is evaluated on.
     pub test_accuracy: f64,
+    /// That set: `test`, or `validation` (the held-out end of the training set, `--validation`).
+    pub evaluated_on: &'static str,
     /// Epsilon spent (infinite for the baseline, null in JSON), its delta, accountant and
     /// label.
     #[serde(flatten)]
@@ -186,7 +185,23 @@ pub fn load_dataset(name: DatasetName, dir: Option<&Path>, split: Split) -> Resu
 /// features (`scattered`, cached), whose computation `observe` is told of.
 fn load_data(config: &TrainConfig, observe: &mut dyn FnMut(&Event)) -> Result<(ImageDataset, ImageDataset)> {
     let train = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Train)?;
-    let test = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Test)?;
+    let (train, test) = match config.validation {
+        None => (train, load_dataset(config.dataset, config.data_dir.as_deref(), Split::Test)?),
+        Some(held) if held > 0 && held < train.len() => {
+            let at = train.len() - held;
+            train.split_off(at)
+        }
+        Some(held) => {
+            return Err(EngineError::invalid(
+                "validation",
+                format!(
+                    "{held} held-out examples: give between 1 and {} for {} training examples",
+                    train.len().max(1) - 1,
+                    train.len()
+                ),
+            ));
+        }
+    };
     for (set, name) in [(&train, "training"), (&test, "test")] {
         if set.is_empty() {
             return Err(EngineError::Data(format!("the {name} set of {:?} holds no example", config.dataset)));
@@ -322,21 +337,13 @@ struct Snapshot<'a> {
     config_digest: &'a str,
     seeded: bool,
     started: u64,
-    planned_steps: u64,
-    step: u64,
     seconds: f64,
 }
 
-/// Writes the checkpoint of `model`, `optimizer` and `state` atomically, sealed with `keys`.
-fn save(
-    snap: &Snapshot<'_>,
-    model: &ZooModel,
-    optimizer: &ModuleOptimizer,
-    state: StepState,
-    keys: &RunKeys,
-    path: &Path,
-) -> Result<()> {
-    let state = DpCheckpoint::capture(model, optimizer, state, snap.step, snap.planned_steps)
+/// Writes the checkpoint of `model` and `dp` atomically, sealed with `keys`.
+fn save(snap: &Snapshot<'_>, model: &ZooModel, dp: &DpOptimizer<ZooModel>, keys: &RunKeys, path: &Path) -> Result<()> {
+    let state = dp
+        .checkpoint(model)
         .map_err(|e| EngineError::Checkpoint { path: path.to_path_buf(), reason: e.to_string() })?;
     let header = Header {
         config_digest: snap.config_digest.to_string(),
@@ -431,6 +438,9 @@ pub fn train(
         }
         None => {
             let mut dp = engine.make_private(&model, fresh_optimizer, &source, dev)?;
+            if let Some(decay) = config.ema {
+                dp.set_parameter_averaging(decay)?;
+            }
             // Canaries (a fresh run only) are placed before anything is written.
             if let Some(request) = session.audit {
                 let run = RunOf { privacy: &privacy, plan: dp.plan(), device: dev };
@@ -543,7 +553,7 @@ impl StepLoop<'_> {
                 self.log(&Event::Step { step, loss, accuracy }, observe)?;
             }
             if step % steps_per_epoch == 0 || step == planned_steps {
-                let test_accuracy = evaluate(&model, self.test_data, self.device)?;
+                let test_accuracy = evaluate(dp.averaged().unwrap_or(&model), self.test_data, self.device)?;
                 self.log(&Event::Evaluated { step, test_accuracy, privacy: dp.privacy()? }, observe)?;
             }
             interrupted = session.interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst));
@@ -554,11 +564,9 @@ impl StepLoop<'_> {
                     config_digest: &self.config_digest,
                     seeded: config.seed.is_some(),
                     started: self.started,
-                    planned_steps,
-                    step,
                     seconds,
                 };
-                save(&snap, &model, dp.optimizer(), dp.state(), self.keys, &self.ckpt_path)?;
+                save(&snap, &model, dp, self.keys, &self.ckpt_path)?;
             }
             if interrupted {
                 break;
@@ -588,7 +596,8 @@ fn finish(
     let delta = spent.delta;
     let planned_steps = dp.planned_steps();
     let report = TrainReport {
-        test_accuracy: evaluate(&ended.model, test_data, &device.device)?,
+        test_accuracy: evaluate(dp.averaged().unwrap_or(&ended.model), test_data, &device.device)?,
+        evaluated_on: if config.validation.is_some() { "validation" } else { "test" },
         privacy: spent,
         sigma_privacy: dp.second_readout()?,
         steps: ended.step,

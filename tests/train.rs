@@ -63,6 +63,9 @@ fn train_refuses_bad_input_with_one_line() {
     // Impossible epsilon, and no privacy parameter at all.
     one_line_error(&dptrain(&[base_args(d, o), vec!["--target-epsilon", "1e-9"]].concat()), "epsilon");
     one_line_error(&dptrain(&base_args(d, o)), "--target-epsilon");
+    // A parameter average's decay outside [0, 1); a held-out part that leaves nothing to train on.
+    one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--ema", "1.5"]].concat()), "ema");
+    one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--validation", "100"]].concat()), "validation");
     // BatchNorm is refused with what to use instead.
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--normalization", "batch"]].concat()), "GroupNorm");
     // A mechanism's own option in a config file is checked as its flag is.
@@ -604,6 +607,11 @@ fn scatnet_models_train_on_cached_scattering_features() {
     let (whole, _) = run("scatnet-cnn", &tmp.path().join("d"), &cache, &[]);
     assert_eq!(resumed["test_accuracy"], whole["test_accuracy"]);
     assert_eq!(resumed["steps"], whole["steps"]);
+    // Held out: trained on 150, evaluated on the last 50 training examples, with a parameter
+    // average.
+    let (held, _) = run("scatnet-linear", &tmp.path().join("f"), &cache, &["--validation", "50", "--ema", "0.9"]);
+    assert_eq!(held["evaluated_on"], "validation");
+    assert_ne!(held["sample_rate"], first["sample_rate"], "fewer training examples");
     let unwritable = tmp.path().join("a").join("config.toml").join("cache");
     let (uncached, said) = run("scatnet-linear", &tmp.path().join("e"), &unwritable, &[]);
     assert!(said.contains("computing"), "{said}");

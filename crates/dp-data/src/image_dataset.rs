@@ -103,6 +103,29 @@ impl ImageDataset {
         &self.labels
     }
 
+    /// The first `at` examples and the others, as two datasets (`at` at most the length).
+    pub fn split_off(self, at: usize) -> (Self, Self) {
+        let at = at.min(self.len());
+        let size: usize = self.shape.iter().product();
+        let (values, rest) = match self.values {
+            Values::Pixels { mut bytes, normalization } => {
+                let rest = bytes.split_off(at * size);
+                (
+                    Values::Pixels { bytes, normalization: normalization.clone() },
+                    Values::Pixels { bytes: rest, normalization },
+                )
+            }
+            Values::Features(mut values) => {
+                let rest = values.split_off(at * size);
+                (Values::Features(values), Values::Features(rest))
+            }
+        };
+        let mut labels = self.labels;
+        let rest_labels = labels.split_off(at);
+        let (shape, classes) = (self.shape, self.classes);
+        (Self { values, labels, shape, classes }, Self { values: rest, labels: rest_labels, shape, classes })
+    }
+
     /// Normalised pixels or features (CHW per example, examples concatenated) and labels of
     /// `indices`.
     pub fn batch(&self, indices: &[usize]) -> (Vec<f32>, Vec<u8>) {
@@ -148,6 +171,15 @@ mod tests {
         assert_eq!(d.batch(&[1, 0]), (vec![7.25, 1e-3, 0.5, -3.0], vec![0, 1]));
         assert!(ImageDataset::from_features(vec![0.0, f32::NAN], vec![0], [1, 1, 2], 2).is_err());
         assert!(ImageDataset::from_features(vec![0.0; 3], vec![0], [1, 1, 2], 2).is_err());
+    }
+
+    #[test]
+    fn split_off_keeps_examples_and_labels_together() {
+        let d = ImageDataset::new(vec![0, 1, 2, 3, 4, 5], vec![0, 1, 0], [1, 1, 2], 2, norm(1)).unwrap();
+        let (head, tail) = d.split_off(2);
+        assert_eq!((head.len(), tail.len()), (2, 1));
+        assert_eq!(tail.batch(&[0]), (vec![(4.0 / 255.0 - 0.5) / 0.5, (5.0 / 255.0 - 0.5) / 0.5], vec![0]));
+        assert_eq!(head.batch(&[1]).1, vec![1]);
     }
 
     #[test]

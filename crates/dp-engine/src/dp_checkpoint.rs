@@ -17,6 +17,7 @@
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::noise::{GaussianNoise, NOISE_STREAM};
+use crate::parameter_average::ParameterAverage;
 use crate::plan::{Plan, sampling};
 use crate::privacy_config::PrivacyConfig;
 use crate::step::StepState;
@@ -105,6 +106,27 @@ pub struct DpCheckpoint {
     /// The noise allocation's state, per parameter (optimized: the average released gradient;
     /// optimized-paper: the current sigma).
     pub allocation: Option<Vec<Vec<f32>>>,
+    /// The parameter average, when the run keeps one.
+    pub average: Option<AverageRecord>,
+}
+
+/// A run's parameter average as a checkpoint keeps it.
+#[derive(Debug, Clone)]
+pub struct AverageRecord {
+    /// Its decay and updates (the `average` metadata).
+    pub meta: AverageMeta,
+    /// The averaged model's Burn record (burnpack).
+    pub model: Vec<u8>,
+}
+
+/// The decay of a parameter average and its updates so far.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AverageMeta {
+    /// The decay asked for.
+    pub decay: f64,
+    /// Updates so far (one per step).
+    pub updates: u64,
 }
 
 /// One line for a burnpack that cannot be written or read.
@@ -130,11 +152,20 @@ impl DpCheckpoint {
         model: &M,
         optimizer: &ModuleOptimizer,
         state: StepState,
+        average: Option<&ParameterAverage<M>>,
         step: u64,
         planned_steps: u64,
     ) -> Result<Self> {
         let record = |e: burn::store::RecordError| EngineError::invalid("checkpoint", format!("{e:?}"));
-        let model_bytes = model.clone().into_record().into_bytes().map_err(record)?.to_vec();
+        let bytes_of = |m: &M| Ok::<_, EngineError>(m.clone().into_record().into_bytes().map_err(record)?.to_vec());
+        let model_bytes = bytes_of(model)?;
+        let average = match average {
+            Some(a) => {
+                let meta = AverageMeta { decay: a.decay(), updates: a.updates() };
+                Some(AverageRecord { meta, model: a.average().map(bytes_of).transpose()?.unwrap_or_default() })
+            }
+            None => None,
+        };
         let optimizer_bytes = optimizer.into_bytes().map_err(record)?.to_vec();
         let header = DpStateHeader {
             planned_steps,
@@ -144,7 +175,7 @@ impl DpCheckpoint {
             noise: state.noise.map(|n| n.position()),
         };
         let allocation = state.allocation.map(|r| r.iter().map(to_host).collect());
-        Ok(Self { header, model: model_bytes, optimizer: optimizer_bytes, allocation })
+        Ok(Self { header, model: model_bytes, optimizer: optimizer_bytes, allocation, average })
     }
 
     /// The checkpoint as one burnpack: the records as byte tensors `model` and `optimizer`, the
@@ -162,7 +193,21 @@ impl DpCheckpoint {
             let raw = part.iter().flat_map(|x| x.to_le_bytes()).collect();
             tensors.push(bytes(&format!("allocation.{i:05}"), raw, DType::F32));
         }
-        Ok(Writer::new(tensors).with_metadata("format", FORMAT).with_metadata("state", &header))
+        let average = match &self.average {
+            Some(average) => {
+                tensors.push(bytes("average", average.model.clone(), DType::U8));
+                Some(
+                    serde_json::to_string(&average.meta)
+                        .map_err(|e| EngineError::invalid("checkpoint", e.to_string()))?,
+                )
+            }
+            None => None,
+        };
+        let writer = Writer::new(tensors).with_metadata("format", FORMAT).with_metadata("state", &header);
+        Ok(match average {
+            Some(meta) => writer.with_metadata("average", &meta),
+            None => writer,
+        })
     }
 
     /// The checkpoint as bytes (a burnpack: see [`Self::save`]).
@@ -194,6 +239,7 @@ impl DpCheckpoint {
         }
         let state = reader.metadata().get("state").ok_or_else(|| refuse("no state".into()))?;
         let header = serde_json::from_str(state).map_err(|e| refuse(format!("corrupt state: {e}")))?;
+        let reader_average = reader.metadata().get("average").cloned();
         let mut tensors: BTreeMap<String, PackTensor> =
             reader.into_tensors().map_err(pack_error)?.into_iter().map(|t| (t.name.clone(), t)).collect();
         let mut record =
@@ -203,11 +249,20 @@ impl DpCheckpoint {
         while let Some(raw) = take_tensor(&mut tensors, &format!("allocation.{:05}", allocation.len()), DType::F32)? {
             allocation.push(raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
         }
+        let average = match reader_average {
+            Some(meta) => {
+                let meta = serde_json::from_str(&meta).map_err(|e| refuse(format!("corrupt average: {e}")))?;
+                let model =
+                    take_tensor(&mut tensors, "average", DType::U8)?.ok_or_else(|| refuse("no average".into()))?;
+                Some(AverageRecord { meta, model })
+            }
+            None => None,
+        };
         if let Some(name) = tensors.keys().next() {
             return Err(refuse(format!("an unexpected tensor {name}")));
         }
         let allocation = (!allocation.is_empty()).then_some(allocation);
-        Ok(Self { header, model, optimizer, allocation })
+        Ok(Self { header, model, optimizer, allocation, average })
     }
 }
 
@@ -237,6 +292,8 @@ pub struct Restored<M> {
     pub state: StepState,
     /// Steps taken.
     pub step: u64,
+    /// The parameter average, when the run keeps one.
+    pub average: Option<ParameterAverage<M>>,
 }
 
 /// Restores `ckpt` into `model` and `optimizer` (fresh ones of the run's kind) after checking
@@ -304,6 +361,7 @@ pub fn restore<M: Module>(
         _ => return Err(refuse("its noise stream does not fit the mechanism".into())),
     };
     let allocation = restored_allocation(ckpt.allocation, &h.ledger, config, plan, &table, h.step, device)?;
+    let average = restored_average(ckpt.average, &model, h.step)?;
     let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(ckpt.model))
         .map_err(|e| refuse(format!("model record: {e:?}")))?;
     // The record brings back the parameters' ids, which the optimiser's record is keyed by.
@@ -313,7 +371,36 @@ pub fn restore<M: Module>(
         .from_bytes(Bytes::from_bytes_vec(ckpt.optimizer))
         .map_err(|e| refuse(format!("optimizer record: {e:?}")))?;
     let state = StepState { sampler, noise, ledger: h.ledger, allocation };
-    Ok(Restored { model: model.train(), optimizer, state, step: h.step })
+    Ok(Restored { model: model.train(), optimizer, state, step: h.step, average })
+}
+
+/// The parameter average of a checkpoint at `step`, loaded into a copy of `template`: refused
+/// unless it was updated at every step and its record fits the model.
+fn restored_average<M: Module>(
+    kept: Option<AverageRecord>,
+    template: &M,
+    step: u64,
+) -> Result<Option<ParameterAverage<M>>> {
+    let Some(AverageRecord { meta, model }) = kept else { return Ok(None) };
+    if meta.updates != step {
+        return Err(EngineError::Resume(format!(
+            "its parameter average has {} updates after {step} steps",
+            meta.updates
+        )));
+    }
+    let average = match step {
+        0 => template.clone(),
+        _ => {
+            let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(model))
+                .map_err(|e| EngineError::Resume(format!("average record: {e:?}")))?;
+            template
+                .clone()
+                .try_load_record(record)
+                .map_err(|e| EngineError::Resume(format!("the average does not fit the model: {e:?}")))?
+                .no_grad()
+        }
+    };
+    ParameterAverage::resumed(meta.decay, meta.updates, average).map(Some)
 }
 
 /// The noise allocation's state of a checkpoint at `step`, refused unless the mechanism keeps

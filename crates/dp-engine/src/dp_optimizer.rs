@@ -9,6 +9,7 @@ use crate::backend::SelectedDevice;
 use crate::dp_checkpoint::{DpCheckpoint, StreamKeys};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
+use crate::parameter_average::ParameterAverage;
 use crate::plan::Plan;
 use crate::privacy_config::PrivacyConfig;
 use crate::step::batching::Batching;
@@ -21,13 +22,15 @@ use burn::tensor::Device;
 use dp_accounting::{PrivacyLedger, PrivacyReport};
 
 /// Where a run's step starts from: a fresh run's empty ledger and new sampler, or a checkpoint's.
-pub(crate) struct StartFrom {
+pub(crate) struct StartFrom<M> {
     /// The keys of the sampler's and the noise's streams.
     pub keys: StreamKeys,
     /// Sampler, noise stream, ledger and allocation state.
     pub state: StepState,
     /// Steps already taken.
     pub steps_taken: u64,
+    /// The parameter average so far, when the run keeps one.
+    pub average: Option<ParameterAverage<M>>,
 }
 
 /// A burn-optim optimiser whose every step is a recorded DP step on lots of a [`LotSource`].
@@ -40,6 +43,7 @@ pub struct DpOptimizer<M> {
     steps_taken: u64,
     keys: StreamKeys,
     device: Device,
+    average: Option<ParameterAverage<M>>,
 }
 
 impl<M: Module> DpOptimizer<M> {
@@ -50,7 +54,7 @@ impl<M: Module> DpOptimizer<M> {
         plan: Plan,
         table: &ParamTable,
         optimizer: ModuleOptimizer,
-        start: StartFrom,
+        start: StartFrom<M>,
         batch_size: usize,
         device: &SelectedDevice,
     ) -> Result<Self> {
@@ -66,6 +70,7 @@ impl<M: Module> DpOptimizer<M> {
             steps_taken: start.steps_taken,
             keys: start.keys,
             device: device.device.clone(),
+            average: start.average,
         })
     }
 
@@ -86,7 +91,27 @@ impl<M: Module> DpOptimizer<M> {
         // burn-optim updates autodiff parameters: a model built on a plain device is switched.
         let out = self.step.step(model.train(), &mut self.optimizer, lr, source, &self.device)?;
         self.steps_taken += 1;
+        if let Some(average) = &mut self.average {
+            average.update(&out.0);
+        }
         Ok(out)
+    }
+
+    /// Keeps an exponential moving average of the parameters with `decay` (and De et al.'s
+    /// warm-up), updated after every step: post-processing, so the same epsilon. Refused once a
+    /// step is taken (the average covers the whole run).
+    pub fn set_parameter_averaging(&mut self, decay: f64) -> Result<()> {
+        if self.steps_taken > 0 {
+            return Err(EngineError::invalid("ema", "parameter averaging starts before the first step"));
+        }
+        self.average = Some(ParameterAverage::new(decay)?);
+        Ok(())
+    }
+
+    /// The averaged model, when the run keeps an average and has taken a step: what to evaluate
+    /// and release instead of the last iterate.
+    pub fn averaged(&self) -> Option<&M> {
+        self.average.as_ref().and_then(ParameterAverage::average)
     }
 
     /// The run's plan: steps, sampling rate, noise multiplier, clipping and planned privacy.
@@ -172,7 +197,8 @@ impl<M: Module> DpOptimizer<M> {
     /// [`crate::privacy_engine::PrivacyEngine::resume`] and the run's [`Self::keys`], it
     /// continues exactly where this run is.
     pub fn checkpoint(&self, model: &M) -> Result<DpCheckpoint> {
-        DpCheckpoint::capture(model, &self.optimizer, self.step.state(), self.steps_taken, self.plan.planned_steps)
+        let (step, planned) = (self.steps_taken, self.plan.planned_steps);
+        DpCheckpoint::capture(model, &self.optimizer, self.step.state(), self.average.as_ref(), step, planned)
     }
 
     /// The keys of the lot sampler's and the noise's streams: secret unless the run is seeded

@@ -41,6 +41,7 @@ pub mod mechanism;
 pub mod nn;
 pub mod normalize;
 pub mod optimizer;
+pub mod parameter_average;
 pub mod plan;
 pub mod pool;
 pub mod privacy;

@@ -97,7 +97,7 @@ impl PrivacyEngine {
         };
         let sampler = fresh_sampler(&config, &plan, keys.sampler_stream())?;
         let state = StepState::fresh(sampler, keys.noise_stream());
-        let start = StartFrom { keys, state, steps_taken: 0 };
+        let start = StartFrom { keys, state, steps_taken: 0, average: None };
         DpOptimizer::assemble(config, plan, &table, optimizer, start, self.batch_size, &device)
     }
 
@@ -127,7 +127,7 @@ impl PrivacyEngine {
         };
         let restored = dp_checkpoint::restore(checkpoint, (model, optimizer), &config, &plan, &keys, &device.device)?;
         let table = ParamTable::of(&restored.model)?;
-        let start = StartFrom { keys, state: restored.state, steps_taken: restored.step };
+        let start = StartFrom { keys, state: restored.state, steps_taken: restored.step, average: restored.average };
         let dp = DpOptimizer::assemble(config, plan, &table, restored.optimizer, start, self.batch_size, &device)?;
         Ok((restored.model, dp))
     }

@@ -239,9 +239,9 @@ fn a_users_own_mechanism_is_one_type_and_its_ledger_records_its_noise() {
 }
 
 /// A library run checkpointed mid-run (to a Burn record file and back, the optimiser's Adam
-/// moments and the optimized mechanism's allocation state included) and resumed from fresh
+/// moments, the optimized mechanism's allocation state and the parameter average included) and resumed from fresh
 /// objects ends bit-identical to the uninterrupted seeded run: the same parameters, ledger and
-/// epsilon. Truncated or foreign bytes are refused in one line.
+/// epsilon, and the same average. Truncated or foreign bytes are refused in one line.
 #[test]
 fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() {
     let device = backend::cpu();
@@ -250,12 +250,18 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     let privacy =
         || PrivacyConfig::new(Optimized).with_noise_multiplier(1.1).with_lot_size(20).with_epochs(2.0).with_seed(11);
     let adam = || AdamConfig::new().init();
-    let start = || PrivacyEngine::new(privacy()).make_private(&model, adam(), &data, &device.device).expect("valid");
+    let start = || {
+        let mut dp = PrivacyEngine::new(privacy()).make_private(&model, adam(), &data, &device.device).expect("valid");
+        dp.set_parameter_averaging(0.9).expect("before the first step");
+        dp
+    };
     let run_to_end = |mut dp: DpOptimizer<Regressor>, mut m: Regressor| {
         while !dp.is_done() {
             m = dp.step(m, &data, 0.05).expect("a step").0;
         }
-        (values_digest(&m), dp.ledger().clone(), dp.privacy().expect("accounted").epsilon)
+        let average = values_digest(dp.averaged().expect("averaged"));
+        assert_ne!(average, values_digest(&m), "the average is not the last iterate");
+        (values_digest(&m), average, dp.ledger().clone(), dp.privacy().expect("accounted").epsilon)
     };
     let whole = run_to_end(start(), model.clone());
 
