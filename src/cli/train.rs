@@ -83,8 +83,10 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
-    /// Model: mnist-cnn, xiang-mnist, cifar10-cnn, logreg, mlp, or wrn-16-4 (residual, GroupNorm,
-    /// weight-standardised convolutions; use --activation relu) [default: mnist-cnn].
+    /// Model: mnist-cnn, xiang-mnist, cifar10-cnn, logreg, mlp, wrn-16-4 (residual, GroupNorm,
+    /// weight-standardised convolutions; use --activation relu), or scatnet-linear / scatnet-cnn
+    /// (Tramèr & Boneh's heads on ScatterNet features, computed once and cached in
+    /// DPTRAIN_CACHE_DIR, else ~/.cache/dptrain) [default: mnist-cnn].
     #[arg(long, value_parser = parse::<ModelName>)]
     model: Option<ModelName>,
 
