@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod cache_dir;
 pub mod checkpoint;
+pub mod fetch;
 pub mod run_folder;
 pub mod scattered;
 pub mod train_config;

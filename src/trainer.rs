@@ -8,6 +8,7 @@
 
 use crate::cache_dir::cache_dir;
 use crate::checkpoint::{Checkpoint, Header, checkpoint_path};
+use crate::fetch::{complete, default_folder};
 use crate::run_folder::keys::RunKeys;
 use crate::run_folder::lock::RunLock;
 use crate::run_folder::{self, METRICS_FILE, sha256_hex};
@@ -166,14 +167,18 @@ pub struct TrainReport {
     pub audit: Option<RunAudit>,
 }
 
-/// Loads a named dataset split from `dir` (or its standard location).
+/// Loads a named dataset split from `dir`; without one, from where `dptrain data fetch` put it,
+/// else from its standard location (Debian's package), else refused with the fetch command.
 pub fn load_dataset(name: DatasetName, dir: Option<&Path>, split: Split) -> Result<ImageDataset> {
-    let dir = match dir.map(Path::to_path_buf).or_else(|| name.default_dir()) {
+    let fetched = || default_folder(name).filter(|d| complete(name, d));
+    let standard = || name.default_dir().filter(|d| d.is_dir());
+    let dir = match dir.map(Path::to_path_buf).or_else(fetched).or_else(standard) {
         Some(d) => d,
         None => {
+            let folder = serde_json::to_value(name).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
             return Err(EngineError::invalid(
                 "data dir",
-                format!("{name:?} has no standard location: give --data-dir"),
+                format!("{folder} is not on this machine: run `dptrain data fetch {folder}`, or give --data-dir"),
             ));
         }
     };

@@ -5,6 +5,7 @@ mod accountant_args;
 mod audit;
 mod bench;
 mod calibrate;
+mod data;
 mod enum_arg;
 mod erm;
 mod interrupt;
@@ -43,6 +44,8 @@ enum Command {
     Erm(erm::ErmArgs),
     /// Empirical lower bounds on a DP-ERM mechanism's epsilon (one-run audit with canaries).
     Audit(audit::AuditArgs),
+    /// Datasets: `dptrain data fetch mnist|fashion-mnist|cifar10`.
+    Data(data::DataArgs),
 }
 
 /// Parses the command line, runs the command and maps every error to one line and an exit code.
@@ -70,6 +73,7 @@ pub fn run() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Erm(args) => erm::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Data(args) => data::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,72 @@
+//! `dptrain data fetch`: downloads a dataset from where it is published, verified against its
+//! published SHA-256 sums, into the cache where `dptrain train --dataset` finds it.
+
+use super::enum_arg::parse;
+use super::progress::Progress;
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use dp_data::DatasetName;
+use dptrain::fetch::{Source, default_folder, fetch};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Datasets on disk.
+#[derive(Args, Debug)]
+pub struct DataArgs {
+    #[command(subcommand)]
+    command: DataCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum DataCommand {
+    /// Download mnist, fashion-mnist or cifar10 from where it is published (the URLs and
+    /// SHA-256 sums TensorFlow Datasets records), verify every file, and keep it in the cache
+    /// (DPTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/dptrain, else ~/.cache/dptrain) or --dir.
+    /// A file takes its name only once verified; an interrupted download resumes when the
+    /// command is run again.
+    ///
+    /// Example: dptrain data fetch cifar10
+    Fetch(FetchArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(allow_negative_numbers = true)]
+struct FetchArgs {
+    /// mnist, fashion-mnist or cifar10.
+    #[arg(value_parser = parse::<DatasetName>)]
+    dataset: DatasetName,
+
+    /// Folder to keep it in [default: the cache's datasets/NAME, where --dataset looks].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+
+    /// A mirror: the URL the file names are appended to, instead of the publisher's.
+    #[arg(long, value_name = "URL")]
+    mirror: Option<String>,
+
+    /// Seconds a silent server is waited for.
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+}
+
+/// Runs `dptrain data`.
+pub fn run(args: DataArgs) -> Result<()> {
+    let DataCommand::Fetch(args) = args.command;
+    let Some(dir) = args.dir.clone().or_else(|| default_folder(args.dataset)) else {
+        anyhow::bail!("no cache folder (set DPTRAIN_CACHE_DIR or HOME), and no --dir");
+    };
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
+        anyhow::bail!("invalid timeout: {} (give seconds in (0, 86400])", args.timeout);
+    }
+    let source = Source { mirror: args.mirror.clone(), timeout: Duration::from_secs_f64(args.timeout) };
+    let progress = Progress::new(Some(0), "bytes");
+    let downloaded = fetch(args.dataset, &dir, &source, &mut |name, done, all| {
+        progress.set_length(all);
+        progress.set_message(name.to_string());
+        progress.set_position(done);
+    })?;
+    progress.finish();
+    let what = if downloaded { "fetched and verified" } else { "already there, verified" };
+    println!("{what}: {}", dir.display());
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! `dptrain data fetch` against a local HTTP server on 127.0.0.1 (this machine has no internet):
+//! a verified download, a resumed one after an interrupted transfer, a corrupt file, a 404 and a
+//! silent server; CIFAR-10's archive unpacked to its six batches only; and `--dataset` without
+//! data naming the fetch command.
+
+mod common;
+
+use common::{dptrain, one_line_error};
+use dptrain::fetch::download::{Fetched, download};
+use dptrain::fetch::extract::{BATCH_BYTES, BATCHES, FILES, unpack, unpacked};
+use dptrain::fetch::remote::RemoteFile;
+use sha2::{Digest, Sha256};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The fixture file every route serves (or damages).
+fn fixture() -> Vec<u8> {
+    (0..100_000u32).map(|i| (i * 31 % 251) as u8).collect()
+}
+
+/// A server on 127.0.0.1 whose first path segment says how it answers: `ok` (honours
+/// `Range: bytes=N-`), `corrupt` (one byte changed), `cut` (half the body, then the connection
+/// closes), `missing` (404), `slow` (says nothing for 5 s). It records every Range header.
+fn server() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let ranges = Arc::new(Mutex::new(Vec::new()));
+    let seen = ranges.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let seen = seen.clone();
+            std::thread::spawn(move || answer(stream, &seen));
+        }
+    });
+    (base, ranges)
+}
+
+fn answer(mut stream: TcpStream, ranges: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request = String::new();
+    reader.read_line(&mut request).unwrap();
+    let mut from = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some(range) = line.to_ascii_lowercase().strip_prefix("range: bytes=") {
+            ranges.lock().unwrap().push(range.trim().to_string());
+            from = range.trim().trim_end_matches('-').parse().unwrap();
+        }
+    }
+    let route = request.split('/').nth(1).unwrap_or("").to_string();
+    let mut body = fixture();
+    let _ = match route.as_str() {
+        "ok" if from > 0 => {
+            let head = format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len() - from
+            );
+            stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(&body[from..]))
+        }
+        "ok" | "corrupt" | "cut" => {
+            if route == "corrupt" {
+                body[500] ^= 1;
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let sent = if route == "cut" { &body[..body.len() / 2] } else { &body[..] };
+            stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(sent))
+        }
+        "slow" => {
+            std::thread::sleep(Duration::from_secs(5));
+            Ok(())
+        }
+        _ => stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+    };
+}
+
+/// The fixture as a published file.
+fn published() -> RemoteFile {
+    let sha = hex::encode(Sha256::digest(fixture()));
+    RemoteFile { name: "fixture.gz", size: fixture().len() as u64, sha256: Box::leak(sha.into_boxed_str()) }
+}
+
+fn get(base: &str, route: &str, dir: &std::path::Path, timeout: Duration) -> Result<Fetched, String> {
+    download(&format!("{base}/{route}/fixture.gz"), &published(), dir, timeout, &mut |_, _| {})
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn downloads_are_verified_resumed_and_never_partial_under_their_name() {
+    let (base, ranges) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, part) = (dir.path().join("fixture.gz"), dir.path().join("fixture.gz.part"));
+    let second = Duration::from_secs(5);
+
+    // A corrupt file: refused, nothing kept.
+    let err = get(&base, "corrupt", dir.path(), second).unwrap_err();
+    assert!(err.contains("SHA-256") && err.contains("nothing kept") && err.lines().count() == 1, "{err}");
+    assert!(!file.exists() && !part.exists());
+    // A 404: one line.
+    let err = get(&base, "missing", dir.path(), second).unwrap_err();
+    assert!(err.contains("404"), "{err}");
+    // A silent server: the timeout, not a hang.
+    let start = Instant::now();
+    let err = get(&base, "slow", dir.path(), Duration::from_millis(500)).unwrap_err();
+    assert!(err.contains("timeout") && start.elapsed() < Duration::from_secs(4), "{err}");
+    // An interrupted transfer: no file under its name, the part kept; the next call resumes it
+    // with a range request and verifies the whole.
+    let err = get(&base, "cut", dir.path(), second).unwrap_err();
+    assert!(err.contains("run the command again to resume"), "{err}");
+    assert!(!file.exists());
+    assert_eq!(std::fs::metadata(&part).unwrap().len(), 50_000);
+    assert_eq!(get(&base, "ok", dir.path(), second), Ok(Fetched::Downloaded));
+    assert_eq!(ranges.lock().unwrap().as_slice(), ["50000-"]);
+    assert_eq!(std::fs::read(&file).unwrap(), fixture());
+    assert!(!part.exists());
+    // Already there and verified: the server is not asked (a 404 route would fail).
+    assert_eq!(get(&base, "missing", dir.path(), second), Ok(Fetched::Present));
+    // Damaged on disk: fetched again.
+    std::fs::write(&file, b"damaged").unwrap();
+    assert_eq!(get(&base, "ok", dir.path(), second), Ok(Fetched::Downloaded));
+    assert_eq!(std::fs::read(&file).unwrap(), fixture());
+}
+
+#[test]
+fn the_cli_refuses_in_one_line_and_train_names_the_fetch_command() {
+    let (base, _) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("fmnist");
+    let mirror = format!("{base}/missing");
+    let args = ["data", "fetch", "fashion-mnist", "--dir", folder.to_str().unwrap(), "--mirror", &mirror];
+    one_line_error(&dptrain(&args), "404");
+    one_line_error(&dptrain(&["data", "fetch", "imagenet"]), "imagenet");
+    one_line_error(&dptrain(&["data", "fetch", "mnist", "--timeout", "-1"]), "invalid timeout");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dptrain"))
+        .args(["train", "--dataset", "mnist", "-z", "1", "--out-dir", dir.path().join("run").to_str().unwrap()])
+        .env("DPTRAIN_CACHE_DIR", dir.path().join("empty-cache"))
+        .output()
+        .unwrap();
+    one_line_error(&out, "dptrain data fetch mnist");
+}
+
+#[test]
+fn cifar10_archives_unpack_their_six_batches_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("cifar-10-binary.tar.gz");
+    let gz = flate2::write::GzEncoder::new(std::fs::File::create(&archive).unwrap(), flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gz);
+    let mut add = |path: &str, bytes: &[u8]| {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, path, bytes).unwrap();
+    };
+    let batch = vec![3u8; BATCH_BYTES as usize];
+    for name in FILES {
+        add(&format!("{BATCHES}/{name}"), &batch);
+    }
+    add(&format!("{BATCHES}/readme.html"), b"<html></html>");
+    tar.into_inner().unwrap().finish().unwrap();
+    assert!(!unpacked(dir.path()));
+    unpack(&archive, dir.path()).unwrap();
+    assert!(unpacked(dir.path()));
+    let kept: Vec<_> = std::fs::read_dir(dir.path().join(BATCHES)).unwrap().collect();
+    assert_eq!(kept.len(), FILES.len(), "only the batches the loader reads");
+    let data = dp_data::DatasetName::Cifar10.load(dir.path(), dp_data::Split::Test).unwrap();
+    assert_eq!(data.len(), 10_000);
+    // A truncated archive: refused, nothing half unpacked replaces the batches.
+    let bytes = std::fs::read(&archive).unwrap();
+    std::fs::write(&archive, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(unpack(&archive, dir.path()).unwrap_err().to_string().contains("unpacking"));
+    assert!(unpacked(dir.path()), "the batches unpacked before are untouched");
+}
