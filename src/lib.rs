@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod cache_dir;
 pub mod checkpoint;
+pub mod curves;
 pub mod fetch;
 pub mod run_folder;
 pub mod scattered;

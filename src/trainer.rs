@@ -8,6 +8,7 @@
 
 use crate::cache_dir::cache_dir;
 use crate::checkpoint::{Checkpoint, Header, checkpoint_path};
+use crate::curves;
 use crate::fetch::{complete, default_folder};
 use crate::run_folder::keys::RunKeys;
 use crate::run_folder::lock::RunLock;
@@ -159,6 +160,8 @@ pub struct TrainReport {
     pub notes: Vec<String>,
     /// The run folder.
     pub run_dir: PathBuf,
+    /// Its plot of test accuracy and training loss against steps and epsilon.
+    pub curves: PathBuf,
     /// False when this session stopped before the planned steps (resume to continue).
     pub completed: bool,
     /// True when an interruption (Ctrl-C, SIGTERM) stopped this session early.
@@ -581,8 +584,12 @@ impl StepLoop<'_> {
     }
 
     /// Appends `event` to the run's metrics and shows it.
+    /// After an evaluation, the run folder's curves are redrawn.
     fn log(&self, event: &Event, observe: &mut dyn FnMut(&Event)) -> Result<()> {
         run_folder::log(&self.metrics_path, event)?;
+        if let (Event::Evaluated { .. }, Some(run_dir)) = (event, self.metrics_path.parent()) {
+            curves::redraw(run_dir)?;
+        }
         observe(event);
         Ok(())
     }
@@ -615,6 +622,7 @@ fn finish(
         seeded: config.seed.is_some(),
         notes: dp.notes().to_vec(),
         run_dir: config.out_dir.clone(),
+        curves: config.out_dir.join(curves::PLOT_FILE),
         completed: ended.step == planned_steps,
         interrupted: ended.interrupted && ended.step < planned_steps,
         audit: session

@@ -10,6 +10,7 @@ mod enum_arg;
 mod erm;
 mod interrupt;
 mod output;
+mod plot;
 mod progress;
 mod schedule;
 mod table_args;
@@ -46,6 +47,8 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Datasets: `dptrain data fetch mnist|fashion-mnist|cifar10`.
     Data(data::DataArgs),
+    /// Overlay the curves (accuracy and loss against steps and epsilon) of run folders in one SVG.
+    Plot(plot::PlotArgs),
 }
 
 /// Parses the command line, runs the command and maps every error to one line and an exit code.
@@ -74,6 +77,7 @@ pub fn run() -> ExitCode {
         Command::Erm(args) => erm::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Data(args) => data::run(args),
+        Command::Plot(args) => plot::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

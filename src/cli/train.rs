@@ -453,7 +453,7 @@ fn print_report(r: &TrainReport, json: bool) -> Result<()> {
             a.bound.canaries
         );
     }
-    println!("run folder: {}", r.run_dir.display());
+    println!("run folder: {} (curves: {})", r.run_dir.display(), r.curves.display());
     if !r.completed && !r.interrupted {
         println!("stopped before the planned steps: continue with --resume --out-dir {}", r.run_dir.display());
     }

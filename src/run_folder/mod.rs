@@ -16,6 +16,7 @@ pub mod files;
 pub mod keys;
 pub mod lock;
 
+use crate::curves::PLOT_FILE;
 use crate::train_config::TrainConfig;
 use dp_engine::error::{EngineError, Result};
 use files::{PUBLIC, append_line, folder_error, occupied, read_regular, remove_if_present, write_atomic};
@@ -32,7 +33,7 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 pub const REPORT_FILE: &str = "report.json";
 
 /// The files a run writes besides its lock: a folder holding any of them holds a run.
-const RUN_FILES: [&str; 5] = ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE];
+const RUN_FILES: [&str; 6] = ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE, PLOT_FILE];
 
 /// The largest config.toml read.
 const MAX_CONFIG: u64 = 1 << 20;
