@@ -7,8 +7,8 @@
 //! epsilons. The training loss is measured on the private training data: it is not DP, as the
 //! progress bar's is not.
 
-use crate::run_folder::METRICS_FILE;
 use crate::run_folder::files::{PUBLIC, folder_error, read_regular, write_atomic};
+use crate::run_folder::{METRICS_FILE, PLOT_FILE};
 use dp_engine::error::{EngineError, Result};
 use dp_erm::plot::COLORS;
 use plotters::coord::Shift;
@@ -16,8 +16,6 @@ use plotters::prelude::*;
 use serde::Deserialize;
 use std::path::Path;
 
-/// The plot in a run folder.
-pub const PLOT_FILE: &str = "curves.svg";
 /// The largest metrics.jsonl read.
 const MAX_METRICS: u64 = 256 << 20;
 

@@ -622,7 +622,7 @@ fn finish(
         seeded: config.seed.is_some(),
         notes: dp.notes().to_vec(),
         run_dir: config.out_dir.clone(),
-        curves: config.out_dir.join(curves::PLOT_FILE),
+        curves: config.out_dir.join(run_folder::PLOT_FILE),
         completed: ended.step == planned_steps,
         interrupted: ended.interrupted && ended.step < planned_steps,
         audit: session

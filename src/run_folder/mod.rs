@@ -16,7 +16,6 @@ pub mod files;
 pub mod keys;
 pub mod lock;
 
-use crate::curves::PLOT_FILE;
 use crate::train_config::TrainConfig;
 use dp_engine::error::{EngineError, Result};
 use files::{PUBLIC, append_line, folder_error, occupied, read_regular, remove_if_present, write_atomic};
@@ -31,6 +30,8 @@ pub const CONFIG_FILE: &str = "config.toml";
 pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The final report.
 pub const REPORT_FILE: &str = "report.json";
+/// The run's curves (`crate::curves`), redrawn at each evaluation.
+pub const PLOT_FILE: &str = "curves.svg";
 
 /// The files a run writes besides its lock: a folder holding any of them holds a run.
 const RUN_FILES: [&str; 6] = ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE, PLOT_FILE];
