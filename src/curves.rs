@@ -2,7 +2,7 @@
 //! - test accuracy against steps and against the epsilon spent;
 //! - training loss against steps and against the epsilon spent.
 //!
-//! A run folder's `curves.svg` is redrawn after every evaluation (and so after `--resume`);
+//! A run folder's `curves.svg` and `curves.png` are redrawn after every evaluation (and so after `--resume`);
 //! `dptrain plot RUN...` overlays several runs, which gives a privacy/utility picture across
 //! epsilons. The training loss is measured on the private training data: it is not DP, as the
 //! progress bar's is not.
@@ -83,22 +83,66 @@ fn top(values: impl Iterator<Item = f64>, floor: f64) -> f64 {
     values.fold(floor, f64::max) * 1.05
 }
 
-/// Draws `curves` into the SVG file `path`, atomically.
-pub fn draw(curves: &[Curve], title: &str, path: &Path) -> Result<()> {
-    let mut svg = String::new();
+/// The size of the drawing, in pixels.
+const SIZE: (u32, u32) = (1100, 760);
+/// The font the PNG's text is drawn in (DejaVu Sans, assets/fonts/LICENSE).
+static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+
+/// Registers the embedded font as plotters' sans-serif, once.
+fn register_font() -> std::result::Result<(), String> {
+    static REGISTERED: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
+                .map_err(|_| "the embedded font cannot be read".to_string())
+        })
+        .clone()
+}
+
+/// Draws `curves` into the SVG file `svg` and the PNG file next to it (same name, `.png`),
+/// each written atomically.
+pub fn draw(curves: &[Curve], title: &str, svg: &Path) -> Result<()> {
+    // Both backends lay text out with the registered font.
+    register_font().map_err(|e| folder_error(svg, e))?;
+    let mut text = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (1100, 760)).into_drawing_area();
-        panels(&root, curves, title).map_err(|e| folder_error(path, e))?;
-        root.present().map_err(|e| folder_error(path, e))?;
+        let root = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
+        panels(&root, curves, title).map_err(|e| folder_error(svg, e))?;
+        root.present().map_err(|e| folder_error(svg, e))?;
     }
-    write_atomic(path, svg.as_bytes(), PUBLIC)
+    write_atomic(svg, text.as_bytes(), PUBLIC)?;
+    let png = svg.with_extension("png");
+    let (w, h) = SIZE;
+    let mut pixels = vec![0u8; (w * h * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut pixels, SIZE).into_drawing_area();
+        panels(&root, curves, title).map_err(|e| folder_error(&png, e))?;
+        root.present().map_err(|e| folder_error(&png, e))?;
+    }
+    write_atomic(&png, &encode_png(&pixels, SIZE).map_err(|e| folder_error(&png, e))?, PUBLIC)
+}
+
+/// `pixels` (RGB, row-major) as a PNG file.
+fn encode_png(pixels: &[u8], (w, h): (u32, u32)) -> std::result::Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, w, h);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
+    writer.write_image_data(pixels).map_err(|e| e.to_string())?;
+    writer.finish().map_err(|e| e.to_string())?;
+    Ok(out)
 }
 
 /// One panel: its x and y titles, the x axis' end, the y range, and one line per run.
 type Panel<'a> = (&'a str, &'a str, f64, std::ops::Range<f64>, Vec<Vec<(f64, f64)>>);
 
 /// The four panels on `root`.
-fn panels(root: &DrawingArea<SVGBackend<'_>, Shift>, curves: &[Curve], title: &str) -> std::result::Result<(), String> {
+fn panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    curves: &[Curve],
+    title: &str,
+) -> std::result::Result<(), String> {
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let root = root.titled(title, ("sans-serif", 22)).map_err(|e| e.to_string())?;
     let areas = root.split_evenly((2, 2));

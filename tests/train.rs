@@ -600,12 +600,14 @@ fn scatnet_models_train_on_cached_scattering_features() {
     assert!(first["curves"].as_str().unwrap().ends_with("curves.svg"));
     let curves = std::fs::read_to_string(tmp.path().join("a").join("curves.svg")).unwrap();
     assert!(curves.contains("test accuracy") && curves.contains("epsilon spent"), "the run folder's curves");
+    assert!(std::fs::read(tmp.path().join("a").join("curves.png")).unwrap().starts_with(b"\x89PNG"));
     let (second, said) = run("scatnet-linear", &tmp.path().join("b"), &cache, &[]);
     let overlay = tmp.path().join("overlay.svg");
     let runs = [tmp.path().join("a"), tmp.path().join("b")].map(|p| p.to_str().unwrap().to_string());
     let plotted = dptrain(&["plot", &runs[0], &runs[1], "--out", overlay.to_str().unwrap()]);
     assert!(plotted.status.success(), "{}", String::from_utf8_lossy(&plotted.stderr));
     assert!(std::fs::read_to_string(&overlay).unwrap().contains("\nb\n"), "both runs in the legend");
+    assert!(tmp.path().join("overlay.png").exists());
     one_line_error(&dptrain(&["plot", tmp.path().join("nothing").to_str().unwrap()]), "metrics.jsonl");
     assert!(!said.contains("computing"), "{said}");
     assert_eq!(first["test_accuracy"], second["test_accuracy"]);

@@ -6,8 +6,8 @@ use clap::Args;
 use dptrain::curves::{Curve, check_some, draw};
 use std::path::PathBuf;
 
-/// Overlays the curves of run folders into one SVG (each run folder also keeps its own
-/// curves.svg, redrawn at every evaluation).
+/// Overlays the curves of run folders into one SVG and a PNG beside it (each run folder also
+/// keeps its own curves.svg and curves.png, redrawn at every evaluation).
 ///
 /// Example: dptrain plot runs/eps1 runs/eps2 runs/eps3 --out eps.svg
 #[derive(Args, Debug)]
@@ -16,7 +16,7 @@ pub struct PlotArgs {
     #[arg(required = true)]
     runs: Vec<PathBuf>,
 
-    /// The SVG file to write.
+    /// The SVG file to write (the PNG goes beside it, with the extension .png).
     #[arg(long, default_value = "curves.svg")]
     out: PathBuf,
 
@@ -37,6 +37,6 @@ pub fn run(args: PlotArgs) -> Result<()> {
         .collect::<dp_engine::error::Result<Vec<_>>>()?;
     check_some(&curves)?;
     draw(&curves, &args.title, &args.out)?;
-    println!("{}", args.out.display());
+    println!("{} and {}", args.out.display(), args.out.with_extension("png").display());
     Ok(())
 }

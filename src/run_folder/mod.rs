@@ -30,11 +30,13 @@ pub const CONFIG_FILE: &str = "config.toml";
 pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The final report.
 pub const REPORT_FILE: &str = "report.json";
-/// The run's curves (`crate::curves`), redrawn at each evaluation.
+/// The run's curves (`crate::curves`), redrawn at each evaluation, with a PNG beside it.
 pub const PLOT_FILE: &str = "curves.svg";
+/// The PNG of the run's curves.
+pub const PLOT_PNG: &str = "curves.png";
 
 /// The files a run writes besides its lock: a folder holding any of them holds a run.
-const RUN_FILES: [&str; 6] = ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE, PLOT_FILE];
+const RUN_FILES: [&str; 7] = ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE, PLOT_FILE, PLOT_PNG];
 
 /// The largest config.toml read.
 const MAX_CONFIG: u64 = 1 << 20;
