@@ -10,7 +10,7 @@
 use crate::run_folder::files::{PUBLIC, folder_error, read_regular, write_atomic};
 use crate::run_folder::{METRICS_FILE, PLOT_FILE};
 use dp_engine::error::{EngineError, Result};
-use dp_erm::plot::COLORS;
+use dp_erm::plot::{COLORS, register_font};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Deserialize;
@@ -85,20 +85,6 @@ fn top(values: impl Iterator<Item = f64>, floor: f64) -> f64 {
 
 /// The size of the drawing, in pixels.
 const SIZE: (u32, u32) = (1100, 760);
-/// The font the PNG's text is drawn in (DejaVu Sans, assets/fonts/LICENSE).
-static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
-
-/// Registers the embedded font as plotters' sans-serif, once.
-fn register_font() -> std::result::Result<(), String> {
-    static REGISTERED: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
-    REGISTERED
-        .get_or_init(|| {
-            plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
-                .map_err(|_| "the embedded font cannot be read".to_string())
-        })
-        .clone()
-}
-
 /// Draws `curves` into the SVG file `svg` and the PNG file next to it (same name, `.png`),
 /// each written atomically.
 pub fn draw(curves: &[Curve], title: &str, svg: &Path) -> Result<()> {

@@ -3,7 +3,7 @@
 //! a point above it refutes the claim (a certified one must never be there).
 
 use crate::audit::AuditReport;
-use dp_erm::plot::COLORS;
+use dp_erm::plot::{COLORS, register_font};
 use dp_erm::{ErmError, Method, Result};
 use plotters::prelude::*;
 use std::path::Path;
@@ -19,6 +19,7 @@ pub fn draw(reports: &[AuditReport], title: &str, path: &Path) -> Result<()> {
         return Err(fail("no audit of a private mechanism to plot".into()));
     }
     let top = private.iter().map(|r| r.max_lower_bound.max(r.claimed_epsilon)).fold(0.0, f64::max) * 1.1;
+    register_font().map_err(fail)?;
     let root = SVGBackend::new(path, (800, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
     let (left, right) = (x0 / 1.5, x1 * 1.5);

@@ -45,6 +45,21 @@ fn series(report: &ExperimentReport, method: Method, metric: Metric) -> Vec<(f64
         .collect()
 }
 
+/// The font every plot's text is laid out and drawn in (DejaVu Sans, assets/fonts/LICENSE):
+/// plotters measures and rasterizes text with ab_glyph, so no system font is needed.
+static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+
+/// Registers the embedded font as plotters' sans-serif, once; every plot calls it first.
+pub fn register_font() -> std::result::Result<(), String> {
+    static REGISTERED: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
+                .map_err(|_| "the embedded font cannot be read".to_string())
+        })
+        .clone()
+}
+
 /// Draws `metric` against epsilon to the SVG file `path`.
 pub fn draw(report: &ExperimentReport, metric: Metric, title: &str, path: &Path) -> Result<()> {
     let fail = |e: String| ErmError::Output { path: path.display().to_string(), reason: e };
@@ -55,6 +70,7 @@ pub fn draw(report: &ExperimentReport, metric: Metric, title: &str, path: &Path)
     if points.is_empty() || x0.is_nan() || x0 <= 0.0 {
         return Err(fail("no completed private runs to plot".into()));
     }
+    register_font().map_err(fail)?;
     let root = SVGBackend::new(path, (800, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
     let plot = Plot {
