@@ -1,5 +1,5 @@
-//! A dataset's ScatterNet features (Tramèr and Boneh 2021): the scattering transform of every
-//! image (`dp_kernels::scattering`, J = 2, L = 8, checked against Kymatio), computed once and
+//! A dataset's ScatterNet features (Tramèr and Boneh 2021): the library's
+//! `dp_engine::scatter_net::ScatterNet` (J = 2, L = 8, checked against Kymatio) of every image, computed once and
 //! cached on disk under a name that is the SHA-256 of the transform and of the dataset (shape,
 //! classes, labels, normalised values), so that another dataset or another transform can never
 //! read it. A cache file is sealed by the SHA-256 of its values and written atomically, owner-only
@@ -10,7 +10,7 @@
 use crate::run_folder::files::{OWNER_ONLY, read_regular, write_atomic};
 use dp_data::ImageDataset;
 use dp_engine::error::{EngineError, Result};
-use dp_kernels::scattering::Scattering2d;
+use dp_engine::scatter_net::ScatterNet;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -18,28 +18,12 @@ use std::path::{Path, PathBuf};
 const TRANSFORM: &str = "scattering J=2 L=8 order 2 (Kymatio 0.3 layout), f32, v1";
 /// The first bytes of a cache file.
 const MAGIC: &[u8; 8] = b"DPTSCAT1";
-/// Scales of the transform.
-const J: usize = 2;
-/// Angles of the transform.
-const L: usize = 8;
 /// Examples transformed per chunk (bounds the f64 copy in memory).
 const CHUNK: usize = 2048;
 
-/// The transform of `shape` images, refused when they are too small.
-fn transform(shape: [usize; 3]) -> Result<Scattering2d> {
-    Scattering2d::new(shape[1], shape[2], J, L).ok_or_else(|| {
-        EngineError::invalid(
-            "model",
-            format!("{}x{} images are too small for a scattering of {J} scales", shape[1], shape[2]),
-        )
-    })
-}
-
 /// The shape of the features of `shape` images: 81 channels per image channel.
 pub fn feature_shape(shape: [usize; 3]) -> Result<[usize; 3]> {
-    let t = transform(shape)?;
-    let (h, w) = t.output_size();
-    Ok([shape[0] * t.channels(), h, w])
+    Ok(ScatterNet::new(shape)?.output_shape())
 }
 
 /// The cache file of `data`'s features in `dir`.
@@ -79,8 +63,8 @@ fn write_cache(path: &Path, features: &[f32]) -> Result<()> {
 /// computed (`computing` is told how many examples first) and cached there. A cache that cannot
 /// be written is skipped: the features are the same.
 pub fn scattered(data: &ImageDataset, cache: Option<&Path>, computing: &mut dyn FnMut(usize)) -> Result<ImageDataset> {
-    let t = transform(data.shape())?;
-    let shape = feature_shape(data.shape())?;
+    let net = ScatterNet::new(data.shape())?;
+    let shape = net.output_shape();
     let len =
         data.len().checked_mul(shape.iter().product()).ok_or_else(|| EngineError::invalid("dataset", "too large"))?;
     dp_data::memory::check("the ScatterNet features", (len as u128).checked_mul(8))?;
@@ -92,8 +76,7 @@ pub fn scattered(data: &ImageDataset, cache: Option<&Path>, computing: &mut dyn 
             let mut features = Vec::with_capacity(len);
             for start in (0..data.len()).step_by(CHUNK) {
                 let indices: Vec<usize> = (start..(start + CHUNK).min(data.len())).collect();
-                let images: Vec<f64> = data.batch(&indices).0.into_iter().map(f64::from).collect();
-                features.extend(t.transform_all(&images).into_iter().map(|x| x as f32));
+                features.extend(net.features_of(&data.batch(&indices).0));
             }
             if let Some(f) = &file {
                 // The features are the same without a cache: a folder that cannot be written
@@ -128,7 +111,7 @@ mod tests {
         assert_eq!(computed, 3, "read from the cache");
         assert_eq!(again.batch(&[0, 1, 2]), first.batch(&[0, 1, 2]));
         // One image through the transform alone gives the same features.
-        let alone = transform([1, 28, 28])
+        let alone = dp_kernels::scattering::Scattering2d::new(28, 28, 2, 8)
             .unwrap()
             .transform(&data.batch(&[1]).0.into_iter().map(f64::from).collect::<Vec<_>>());
         assert_eq!(first.batch(&[1]).0, alone.into_iter().map(|x| x as f32).collect::<Vec<_>>());

@@ -48,6 +48,7 @@ pub mod privacy;
 pub mod privacy_config;
 pub mod privacy_engine;
 pub mod privacy_settings;
+pub mod scatter_net;
 pub mod smoothing;
 pub mod step;
 pub mod tanh;
