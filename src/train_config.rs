@@ -155,6 +155,9 @@ impl TrainConfig {
     /// Checks the run settings, and `privacy` (this configuration's) with the update rule.
     pub fn validate(&self, privacy: &PrivacyConfig) -> Result<()> {
         positive("learning rate", self.learning_rate)?;
+        if let Some(decay) = self.ema {
+            dp_engine::parameter_average::checked_decay(decay)?;
+        }
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
         }

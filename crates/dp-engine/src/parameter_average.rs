@@ -41,13 +41,19 @@ impl ModuleMapper for Blend {
     }
 }
 
+/// `decay`, refused unless it lies in [0, 1): what a configuration is checked with before a run.
+pub fn checked_decay(decay: f64) -> Result<f64> {
+    if decay.is_finite() && (0.0..1.0).contains(&decay) {
+        Ok(decay)
+    } else {
+        Err(EngineError::invalid("ema", format!("a decay of {decay}: give a number in [0, 1)")))
+    }
+}
+
 impl<M: Module> ParameterAverage<M> {
     /// An average with `decay` in [0, 1) (0.999 or 0.9999 in De et al.); no update yet.
     pub fn new(decay: f64) -> Result<Self> {
-        if !(decay.is_finite() && (0.0..1.0).contains(&decay)) {
-            return Err(EngineError::invalid("ema", format!("a decay of {decay}: give a number in [0, 1)")));
-        }
-        Ok(Self { decay, updates: 0, average: None })
+        Ok(Self { decay: checked_decay(decay)?, updates: 0, average: None })
     }
 
     /// An average of `decay` after `updates` updates, at `average` (a checkpoint's).
