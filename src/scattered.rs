@@ -26,15 +26,22 @@ pub fn feature_shape(shape: [usize; 3]) -> Result<[usize; 3]> {
     Ok(ScatterNet::new(shape)?.output_shape())
 }
 
+/// `data`'s normalised values, [`CHUNK`] examples at a time, in order.
+fn chunks(data: &ImageDataset) -> impl Iterator<Item = Vec<f32>> + '_ {
+    (0..data.len()).step_by(CHUNK).map(|start| {
+        let indices: Vec<usize> = (start..(start + CHUNK).min(data.len())).collect();
+        data.batch(&indices).0
+    })
+}
+
 /// The cache file of `data`'s features in `dir`.
 fn cache_file(dir: &Path, data: &ImageDataset) -> PathBuf {
     let mut key = Sha256::new();
     key.update(TRANSFORM.as_bytes());
     key.update(format!("{:?} {}", data.shape(), data.classes()).as_bytes());
     key.update(data.labels());
-    for start in (0..data.len()).step_by(CHUNK) {
-        let indices: Vec<usize> = (start..(start + CHUNK).min(data.len())).collect();
-        data.batch(&indices).0.iter().for_each(|x| key.update(x.to_le_bytes()));
+    for values in chunks(data) {
+        values.iter().for_each(|x| key.update(x.to_le_bytes()));
     }
     dir.join(format!("scattering-{}.bin", hex::encode(key.finalize())))
 }
@@ -74,9 +81,8 @@ pub fn scattered(data: &ImageDataset, cache: Option<&Path>, computing: &mut dyn 
         None => {
             computing(data.len());
             let mut features = Vec::with_capacity(len);
-            for start in (0..data.len()).step_by(CHUNK) {
-                let indices: Vec<usize> = (start..(start + CHUNK).min(data.len())).collect();
-                features.extend(net.features_of(&data.batch(&indices).0));
+            for values in chunks(data) {
+                features.extend(net.features_of(&values));
             }
             if let Some(f) = &file {
                 // The features are the same without a cache: a folder that cannot be written

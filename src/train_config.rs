@@ -122,6 +122,12 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// The set the run is evaluated on: `test`, or `validation` (the held-out end of the
+    /// training set, `validation`).
+    pub fn evaluated_on(&self) -> &'static str {
+        if self.validation.is_some() { "validation" } else { "test" }
+    }
+
     /// The run's privacy configuration: the mechanism named, built from its own options, and
     /// the privacy settings.
     pub fn privacy(&self) -> Result<PrivacyConfig> {

@@ -9,6 +9,7 @@
 use crate::cache_dir::cache_dir;
 use crate::checkpoint::{Checkpoint, Header, checkpoint_path};
 use crate::curves;
+use crate::fetch::remote::remote;
 use crate::fetch::{complete, default_folder};
 use crate::run_folder::keys::RunKeys;
 use crate::run_folder::lock::RunLock;
@@ -170,31 +171,29 @@ pub struct TrainReport {
     pub audit: Option<RunAudit>,
 }
 
-/// Loads a named dataset split from `dir`; without one, from where `dptrain data fetch` put it,
-/// else from its standard location (Debian's package), else refused with the fetch command.
-pub fn load_dataset(name: DatasetName, dir: Option<&Path>, split: Split) -> Result<ImageDataset> {
+/// The folder of a named dataset: `dir`; without one, where `dptrain data fetch` put it, else
+/// its standard location (Debian's package), else refused with the fetch command.
+pub fn data_folder(name: DatasetName, dir: Option<&Path>) -> Result<PathBuf> {
     let fetched = || default_folder(name).filter(|d| complete(name, d));
     let standard = || name.default_dir().filter(|d| d.is_dir());
-    let dir = match dir.map(Path::to_path_buf).or_else(fetched).or_else(standard) {
-        Some(d) => d,
-        None => {
-            let folder = serde_json::to_value(name).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-            return Err(EngineError::invalid(
-                "data dir",
-                format!("{folder} is not on this machine: run `dptrain data fetch {folder}`, or give --data-dir"),
-            ));
-        }
-    };
-    name.load(&dir, split).map_err(EngineError::from)
+    dir.map(Path::to_path_buf).or_else(fetched).or_else(standard).ok_or_else(|| {
+        let folder = remote(name).folder;
+        EngineError::invalid(
+            "data dir",
+            format!("{folder} is not on this machine: run `dptrain data fetch {folder}`, or give --data-dir"),
+        )
+    })
 }
 
 /// The training and test sets of a run, refused when their shapes or classes differ (the
 /// model could not evaluate the test set after training); a ScatterNet model's are their
 /// features (`scattered`, cached), whose computation `observe` is told of.
 fn load_data(config: &TrainConfig, observe: &mut dyn FnMut(&Event)) -> Result<(ImageDataset, ImageDataset)> {
-    let train = load_dataset(config.dataset, config.data_dir.as_deref(), Split::Train)?;
+    // The folder is found once: a fetched one is verified by hashing its files.
+    let folder = data_folder(config.dataset, config.data_dir.as_deref())?;
+    let train = config.dataset.load(&folder, Split::Train)?;
     let (train, test) = match config.validation {
-        None => (train, load_dataset(config.dataset, config.data_dir.as_deref(), Split::Test)?),
+        None => (train, config.dataset.load(&folder, Split::Test)?),
         Some(held) if held > 0 && held < train.len() => {
             let at = train.len() - held;
             train.split_off(at)
@@ -609,7 +608,7 @@ fn finish(
     let planned_steps = dp.planned_steps();
     let report = TrainReport {
         test_accuracy: evaluate(dp.averaged().unwrap_or(&ended.model), test_data, &device.device)?,
-        evaluated_on: if config.validation.is_some() { "validation" } else { "test" },
+        evaluated_on: config.evaluated_on(),
         privacy: spent,
         sigma_privacy: dp.second_readout()?,
         steps: ended.step,

@@ -352,7 +352,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         bail!("--resume: no checkpoint in {} (give the run's --out-dir)", config.out_dir.display());
     }
     let device = config.device.open()?;
-    let evaluated_on = if config.validation.is_some() { "validation" } else { "test" };
+    let evaluated_on = config.evaluated_on();
     let progress = Progress::new(Some(0), "steps");
     let mut last_privacy = String::new();
     let mut observe = |event: &Event| match event {

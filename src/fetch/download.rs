@@ -25,15 +25,14 @@ fn failed(url: &str, reason: impl std::fmt::Display) -> EngineError {
     EngineError::Data(format!("fetching {url}: {reason}"))
 }
 
-/// The SHA-256 of the first `len` bytes of `path` (all of it when `len` is None) and its length.
-fn digest_of(path: &Path, len: Option<u64>) -> std::io::Result<(Sha256, u64)> {
+/// The SHA-256 of `path` and its length.
+fn digest_of(path: &Path) -> std::io::Result<(Sha256, u64)> {
     let mut file = File::open(path)?;
     let mut hash = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     let mut read = 0u64;
     loop {
-        let want = len.map_or(buf.len() as u64, |l| (l - read).min(buf.len() as u64)) as usize;
-        let n = file.read(&mut buf[..want])?;
+        let n = file.read(&mut buf)?;
         if n == 0 {
             return Ok((hash, read));
         }
@@ -44,7 +43,7 @@ fn digest_of(path: &Path, len: Option<u64>) -> std::io::Result<(Sha256, u64)> {
 
 /// True when `path` holds exactly `file`.
 pub fn verified(path: &Path, file: &RemoteFile) -> bool {
-    digest_of(path, None).is_ok_and(|(h, n)| n == file.size && hex::encode(h.finalize()) == file.sha256)
+    digest_of(path).is_ok_and(|(h, n)| n == file.size && hex::encode(h.finalize()) == file.sha256)
 }
 
 /// The `.part` file of `path`.
@@ -70,7 +69,7 @@ pub fn download(
     }
     let part = part_of(&path);
     let io = |e: std::io::Error| failed(url, e);
-    let (mut hash, mut have) = match digest_of(&part, None) {
+    let (mut hash, mut have) = match digest_of(&part) {
         Ok((hash, have)) if have < file.size => (hash, have),
         _ => (Sha256::new(), 0),
     };
