@@ -12,6 +12,7 @@ use dp_engine::activation::Activation;
 use dp_engine::backend::DeviceChoice;
 use dp_engine::clipping::Clipping;
 use dp_engine::error::{EngineError, Result};
+use dp_engine::lr_schedule::LrSchedule;
 use dp_engine::mechanism::{self, MechanismName};
 use dp_engine::optimizer::OptimizerName;
 use dp_engine::privacy_config::PrivacyConfig;
@@ -63,8 +64,10 @@ pub struct TrainConfig {
     pub clipping: Option<Clipping>,
     /// Update rule (default: adam for ls-adam, else sgd).
     pub optimizer: Option<OptimizerName>,
-    /// Learning rate.
+    /// Learning rate (of the first step).
     pub learning_rate: f64,
+    /// How the learning rate moves over the run's steps.
+    pub lr_schedule: LrSchedule,
     /// SGD momentum (PyTorch's convention: no dampening).
     pub momentum: f64,
     /// Weight decay (L2 for SGD and Adam, decoupled for AdamW).
@@ -72,6 +75,9 @@ pub struct TrainConfig {
     /// Decay of an exponential moving average of the parameters, evaluated instead of the last
     /// iterate (De et al. 2022; post-processing, the same epsilon); None: no average.
     pub ema: Option<f64>,
+    /// Augmented views of each example per step (augmentation multiplicity, De et al. 2022):
+    /// their gradients averaged before clipping, the same epsilon; None: no augmentation.
+    pub augmult: Option<usize>,
     /// Accountant.
     pub accountant: AccountantName,
     /// Seed for a reproducible run (sampling, noise and initialisation); None keys from the OS.
@@ -109,9 +115,11 @@ impl Default for TrainConfig {
             clipping: None,
             optimizer: None,
             learning_rate: 0.5,
+            lr_schedule: LrSchedule::Constant,
             momentum: 0.0,
             weight_decay: 0.0,
             ema: None,
+            augmult: None,
             accountant: AccountantName::Rdp,
             seed: None,
             checkpoint_every: 200,
@@ -163,6 +171,9 @@ impl TrainConfig {
         positive("learning rate", self.learning_rate)?;
         if let Some(decay) = self.ema {
             dp_engine::parameter_average::checked_decay(decay)?;
+        }
+        if let Some(views) = self.augmult {
+            dp_engine::augmented_lots::check_views(views)?;
         }
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));

@@ -20,7 +20,8 @@ use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::tensor::Device;
 use dp_accounting::PrivacyReport;
-use dp_data::{ChaChaState, DatasetName, ImageDataset, Split};
+use dp_data::{ChaChaState, CropFlip, DatasetName, ImageDataset, Split};
+use dp_engine::augmented_lots::AugmentedLots;
 use dp_engine::backend::SelectedDevice;
 use dp_engine::canaries::{AuditRequest, RunAudit, WhiteBoxCanaries};
 use dp_engine::classifier::{CrossEntropyLots, evaluate};
@@ -33,8 +34,9 @@ use dp_engine::optimizer::optimizer;
 use dp_engine::plan::Plan;
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
+use dp_engine::scatter_net::ScatterNet;
 use dp_engine::step::batching::Batching;
-use dp_engine::step::lot::mean_gradient;
+use dp_engine::step::lot::{LotSource, mean_gradient};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +44,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// The ChaCha20 stream reserved for parameter initialisation.
 const INIT_STREAM: u64 = 2;
+
+/// Pixels of reflect padding before an augmented view's random crop (De et al. 2022).
+const AUGMENT_PADDING: usize = 4;
 
 /// What the trainer tells its observer.
 #[derive(Debug, Clone, Serialize)]
@@ -187,7 +192,8 @@ pub fn data_folder(name: DatasetName, dir: Option<&Path>) -> Result<PathBuf> {
 
 /// The training and test sets of a run, refused when their shapes or classes differ (the
 /// model could not evaluate the test set after training); a ScatterNet model's are their
-/// features (`scattered`, cached), whose computation `observe` is told of.
+/// features (`scattered`, cached), whose computation `observe` is told of, except the training
+/// images of a run with augmented views, which are transformed view by view as they are drawn.
 fn load_data(config: &TrainConfig, observe: &mut dyn FnMut(&Event)) -> Result<(ImageDataset, ImageDataset)> {
     // The folder is found once: a fetched one is verified by hashing its files.
     let folder = data_folder(config.dataset, config.data_dir.as_deref())?;
@@ -230,7 +236,8 @@ fn load_data(config: &TrainConfig, observe: &mut dyn FnMut(&Event)) -> Result<(I
     let mut features = |set: &ImageDataset| {
         scattered(set, cache.as_deref(), &mut |examples| observe(&Event::Scattering { examples, cache: cache.clone() }))
     };
-    Ok((features(&train)?, features(&test)?))
+    let train = if config.augmult.is_some() { train } else { features(&train)? };
+    Ok((train, features(&test)?))
 }
 
 /// How this invocation runs: fresh or resumed, and whether it stops early.
@@ -318,7 +325,7 @@ fn place_canaries(
     request: AuditRequest,
     run: &RunOf<'_>,
     model: &ZooModel,
-    source: &CrossEntropyLots<'_>,
+    source: &dyn LotSource<ZooModel>,
     batching: Batching,
 ) -> Result<WhiteBoxCanaries> {
     let RunOf { privacy, plan, device } = *run;
@@ -385,6 +392,16 @@ fn check_session(session: &Session, run_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The training lots with `--augmult` views of each image (random crops after reflect padding,
+/// flipped where the data set's labels survive a mirror), transformed to ScatterNet features
+/// for a ScatterNet model; None without `--augmult`.
+fn augmented_lots<'a>(config: &TrainConfig, train: &'a ImageDataset) -> Result<Option<AugmentedLots<'a>>> {
+    let Some(views) = config.augmult else { return Ok(None) };
+    let augmentation = CropFlip::new(AUGMENT_PADDING, config.dataset.mirrors_keep_labels(), train.shape())?;
+    let lots = AugmentedLots::new(train, augmentation, views, config.seed)?;
+    Ok(Some(if config.model.reads_scattering() { lots.with_features(ScatterNet::new(train.shape())?)? } else { lots }))
+}
+
 /// The model of `spec` for `data`, refused from arithmetic when a step on physical batches of
 /// `batch` examples would not fit the memory budget.
 fn checked_model(
@@ -429,10 +446,17 @@ pub fn train(
     };
     let dev = &device.device;
     let batching = Batching::for_backend(config.batch_size, device.backend);
+    // The model reads what it is evaluated on: a ScatterNet model's features even where the
+    // training set is images (transformed view by view).
     let model =
-        checked_model(spec, &train_data, batching.padded(config.batch_size.min(train_data.len())), config.seed, dev)?;
+        checked_model(spec, &test_data, batching.padded(config.batch_size.min(train_data.len())), config.seed, dev)?;
     let fresh_optimizer = optimizer(config.optimizer(&privacy), config.momentum, config.weight_decay);
-    let source = CrossEntropyLots { data: &train_data };
+    let plain = CrossEntropyLots { data: &train_data };
+    let augmented = augmented_lots(&config, &train_data)?;
+    let source: &dyn LotSource<ZooModel> = match &augmented {
+        Some(lots) => lots,
+        None => &plain,
+    };
     // The library plans and sets the DP run up, with the run folder's keys.
     let engine =
         PrivacyEngine::new(privacy.clone()).with_batch_size(config.batch_size).with_keys(keys.streams().clone());
@@ -440,18 +464,18 @@ pub fn train(
         Some(ckpt) => {
             check_clock(&ckpt.header, &ckpt_path)?;
             let refuse = |e: EngineError| EngineError::Checkpoint { path: ckpt_path.clone(), reason: e.to_string() };
-            let (model, dp) = engine.resume((model, fresh_optimizer), &source, dev, ckpt.state).map_err(refuse)?;
+            let (model, dp) = engine.resume((model, fresh_optimizer), source, dev, ckpt.state).map_err(refuse)?;
             (ckpt.header.config_digest, ckpt.header.started, ckpt.header.seconds, model, dp)
         }
         None => {
-            let mut dp = engine.make_private(&model, fresh_optimizer, &source, dev)?;
+            let mut dp = engine.make_private(&model, fresh_optimizer, source, dev)?;
             if let Some(decay) = config.ema {
                 dp.set_parameter_averaging(decay)?;
             }
             // Canaries (a fresh run only) are placed before anything is written.
             if let Some(request) = session.audit {
                 let run = RunOf { privacy: &privacy, plan: dp.plan(), device: dev };
-                let canaries = place_canaries(request, &run, &model, &source, batching)?;
+                let canaries = place_canaries(request, &run, &model, source, batching)?;
                 dp.set_hook(Box::new(canaries))?;
             }
             lock = Some(RunLock::acquire(&run_dir)?);
@@ -471,7 +495,8 @@ pub fn train(
     let steps = StepLoop {
         config: &config,
         session: &session,
-        source: &source,
+        source,
+        augmented: augmented.as_ref(),
         test_data: &test_data,
         device: dev,
         metrics_path,
@@ -522,7 +547,9 @@ struct Ended {
 struct StepLoop<'a> {
     config: &'a TrainConfig,
     session: &'a Session,
-    source: &'a CrossEntropyLots<'a>,
+    source: &'a dyn LotSource<ZooModel>,
+    /// The source again where it draws augmented views: told each step's number.
+    augmented: Option<&'a AugmentedLots<'a>>,
     test_data: &'a ImageDataset,
     device: &'a Device,
     metrics_path: PathBuf,
@@ -540,12 +567,16 @@ impl StepLoop<'_> {
         let (config, session) = (self.config, self.session);
         let Ended { mut model, mut step, mut seconds, mut interrupted } = at;
         let planned_steps = dp.planned_steps();
-        let steps_per_epoch = ((self.source.data.len() as f64 / config.lot_size as f64).round() as u64).max(1);
+        let steps_per_epoch = ((self.source.len() as f64 / config.lot_size as f64).round() as u64).max(1);
         let log_every = (steps_per_epoch / 10).max(1);
         let mut segment = Instant::now();
         let stop_at = session.stop_after.map_or(planned_steps, |s| step.saturating_add(s).min(planned_steps));
         while step < stop_at {
-            let (next, metrics) = dp.step(model, self.source, config.learning_rate)?;
+            if let Some(lots) = self.augmented {
+                lots.at_step(step);
+            }
+            let lr = config.lr_schedule.rate(config.learning_rate, step, planned_steps);
+            let (next, metrics) = dp.step(model, self.source, lr)?;
             model = next;
             step += 1;
             observe(&Event::Progress { step });

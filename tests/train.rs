@@ -66,6 +66,10 @@ fn train_refuses_bad_input_with_one_line() {
     // A parameter average's decay outside [0, 1); a held-out part that leaves nothing to train on.
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--ema", "1.5"]].concat()), "ema");
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--validation", "100"]].concat()), "validation");
+    // No views, or so many that a step would be thousands of forward passes per example.
+    for views in ["0", "100000"] {
+        one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--augmult", views]].concat()), "augmult");
+    }
     // BatchNorm is refused with what to use instead.
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--normalization", "batch"]].concat()), "GroupNorm");
     // A mechanism's own option in a config file is checked as its flag is.
@@ -311,15 +315,16 @@ fn optimized_is_certified_and_resumes_exactly_and_optimized_paper_reports_both_r
     bad(&["--target-epsilon", "1", "--mechanism", "optimized-paper", "--sensitivity-every", "0"], "sensitivity");
 }
 
-/// Issue 23: a seeded run of every mechanism (and of shuffled lots), stopped mid-run and
-/// resumed, ends exactly where the uninterrupted run does: the same report, ledger and model.
+/// Issue 23: a seeded run of every mechanism (and of shuffled lots and augmented views),
+/// stopped mid-run and resumed, ends exactly where the uninterrupted run does: the same report,
+/// ledger and model.
 /// optimized-paper stops inside a window of its sensitivity (w recomputed every 3 lots), so its
 /// current sigma must come back from the checkpoint; its ledger is then checked against it.
 #[test]
 fn every_mechanism_resumes_exactly_where_the_whole_run_ends() {
     let (tmp, data) = temp_with_dataset(300);
     let d = data.to_str().unwrap();
-    let mechanisms: [(&str, &[&str]); 8] = [
+    let mechanisms: [(&str, &[&str]); 9] = [
         ("none", &["--mechanism", "none"]),
         ("gaussian", &["-z", "1.1"]),
         ("shuffled", &["-z", "1.1", "--sampling", "shuffled"]),
@@ -327,7 +332,9 @@ fn every_mechanism_resumes_exactly_where_the_whole_run_ends() {
         ("ls-adam", &["-z", "1.1", "--mechanism", "ls-adam", "--learning-rate", "0.01"]),
         ("optimized", &["-z", "1.1", "--mechanism", "optimized"]),
         ("paper", &["--target-epsilon", "2", "--mechanism", "optimized-paper", "--sensitivity-every", "3"]),
-        ("momentum", &["-z", "1.1", "--momentum", "0.9", "--weight-decay", "1e-3"]),
+        ("momentum", &["-z", "1.1", "--momentum", "0.9", "--weight-decay", "1e-3", "--lr-schedule", "cosine"]),
+        // Augmented views are drawn by step and example: a resumed run draws the same ones.
+        ("augmult", &["-z", "1.1", "--augmult", "3"]),
     ];
     for (name, extra) in mechanisms {
         let run = |suffix: &str, session: &[&str]| {

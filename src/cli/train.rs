@@ -11,6 +11,7 @@ use dp_engine::DeviceChoice;
 use dp_engine::activation::Activation;
 use dp_engine::canaries::AuditRequest;
 use dp_engine::clipping::Clipping;
+use dp_engine::lr_schedule::LrSchedule;
 use dp_engine::mechanism::MechanismName;
 use dp_engine::optimizer::OptimizerName;
 use dp_engine::privacy_settings::AccountantName;
@@ -104,6 +105,14 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DECAY")]
     ema: Option<f64>,
 
+    /// Augmentation multiplicity (De et al. 2022): train on K augmented views of every example
+    /// of each lot (a random crop after 4-pixel reflect padding, mirrored at random on
+    /// fashion-mnist and cifar10), its gradient averaged over its views before it is clipped.
+    /// Each example still moves the sum by at most C: the same epsilon, K times the compute
+    /// (--batch-size then counts views). Off by default.
+    #[arg(long, value_name = "K")]
+    augmult: Option<usize>,
+
     /// Hold the last N training examples out: train on the others and evaluate on these instead
     /// of the test set, to choose hyper-parameters without looking at the test set. The held-out
     /// examples are never trained on; what the evaluation reveals about them is not accounted
@@ -186,6 +195,11 @@ pub struct TrainArgs {
     /// Learning rate [default: 0.5].
     #[arg(long)]
     learning_rate: Option<f64>,
+
+    /// Learning-rate schedule: constant, or cosine (decays from --learning-rate to zero over the
+    /// run's steps; post-processing, the same epsilon) [default: constant].
+    #[arg(long, value_parser = parse::<LrSchedule>)]
+    lr_schedule: Option<LrSchedule>,
 
     /// SGD momentum, PyTorch's convention (no dampening) [default: 0].
     #[arg(long)]
@@ -297,6 +311,7 @@ impl TrainArgs {
             delta,
             clip_norm,
             learning_rate,
+            lr_schedule,
             momentum,
             weight_decay,
             accountant,
@@ -320,6 +335,9 @@ impl TrainArgs {
         }
         if self.ema.is_some() {
             config.ema = self.ema;
+        }
+        if self.augmult.is_some() {
+            config.augmult = self.augmult;
         }
         if self.seed.is_some() {
             config.seed = self.seed;

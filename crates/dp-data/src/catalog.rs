@@ -47,6 +47,12 @@ impl DatasetName {
         Normalization { mean, std }
     }
 
+    /// Whether a horizontally mirrored image keeps its label (clothes and CIFAR-10's objects
+    /// do; digits do not), so that an augmented view may be flipped.
+    pub fn mirrors_keep_labels(self) -> bool {
+        !matches!(self, DatasetName::Mnist)
+    }
+
     /// Loads one split from `dir`.
     pub fn load(self, dir: &Path, split: Split) -> Result<ImageDataset> {
         match self {

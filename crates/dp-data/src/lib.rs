@@ -2,6 +2,7 @@
 //! loaded with errors that name the file, published normalisation constants, and lot samplers (Poisson by
 //! default) driven by a ChaCha20 generator keyed from the OS.
 
+pub mod augment;
 pub mod catalog;
 pub mod cifar10;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod split;
 pub mod tabular;
 pub mod unit_ball;
 
+pub use augment::{CropFlip, ViewDraw};
 pub use catalog::DatasetName;
 pub use error::{DataError, Result};
 pub use image_dataset::{ImageDataset, Normalization};

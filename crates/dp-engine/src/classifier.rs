@@ -37,12 +37,24 @@ impl<M: ImageClassifier> LotSource<M> for CrossEntropyLots<'_> {
 
     fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses> {
         let (x, labels) = images(self.data, indices, device);
-        let logits = model.logits(x);
-        let targets = one_hot(&labels, self.data.classes(), device);
-        Ok(ExampleLosses {
-            losses: cross_entropy(logits.clone(), targets),
-            correct: Some(correct(logits.inner(), &labels, device)),
-        })
+        Ok(scored(model, x, &labels, self.data.classes(), device))
+    }
+}
+
+/// Each image's cross-entropy under `model` (and whether it was predicted right), for images `x`
+/// labelled `labels` among `classes`.
+pub(crate) fn scored<M: ImageClassifier>(
+    model: &M,
+    x: Tensor<4>,
+    labels: &[u8],
+    classes: usize,
+    device: &Device,
+) -> ExampleLosses {
+    let logits = model.logits(x);
+    let targets = one_hot(labels, classes, device);
+    ExampleLosses {
+        losses: cross_entropy(logits.clone(), targets),
+        correct: Some(correct(logits.inner(), labels, device)),
     }
 }
 

@@ -28,6 +28,7 @@
 
 pub mod activation;
 pub mod allocation;
+pub mod augmented_lots;
 pub mod canaries;
 pub mod classifier;
 pub mod dp_checkpoint;
@@ -37,6 +38,7 @@ mod flex_host;
 pub mod grad_sample;
 pub mod init;
 pub mod loss;
+pub mod lr_schedule;
 pub mod mechanism;
 pub mod nn;
 pub mod normalize;

@@ -168,11 +168,12 @@ fn dry_run<M: Module>(
         let (out, tape) = recording(|| source.losses(&inference, &lot, device)).map_err(|e| table.name_shared(e))?;
         let out = out?;
         let dims = out.losses.dims();
-        if dims != [lot.len()] {
+        let views = source.views();
+        if dims != [lot.len() * views] {
             return Err(EngineError::invalid(
                 "loss",
                 format!(
-                    "the lot source gave losses of shape {dims:?} for {} examples: one per example is needed",
+                    "the lot source gave losses of shape {dims:?} for {} examples: one per example and view is needed ({views} views each)",
                     lot.len()
                 ),
             ));

@@ -47,16 +47,22 @@ impl ScatterNet {
         [self.input[0] * self.transform.channels(), h, w]
     }
 
+    /// Refused unless images of `shape` [C, H, W] are what the transform takes.
+    pub fn check_input(&self, shape: [usize; 3]) -> Result<()> {
+        if shape != self.input {
+            return Err(EngineError::invalid(
+                "scatter net",
+                format!("images of {shape:?}, for a transform of {:?}", self.input),
+            ));
+        }
+        Ok(())
+    }
+
     /// The features of `images` [B, C, H, W], as [B, 81 C, H', W'] on their device (no gradient
     /// flows through: the transform has no parameter).
     pub fn apply(&self, images: Tensor<4>) -> Result<Tensor<4>> {
         let [b, c, h, w] = images.dims();
-        if [c, h, w] != self.input {
-            return Err(EngineError::invalid(
-                "scatter net",
-                format!("images of {:?}, for a transform of {:?}", [c, h, w], self.input),
-            ));
-        }
+        self.check_input([c, h, w])?;
         let device = images.device();
         let features = self.features_of(&to_host(&images.detach()));
         let [oc, oh, ow] = self.output_shape();

@@ -476,6 +476,26 @@ fn per_layer_clipping_holds_when_a_layer_records_twice() {
     assert!(total.sqrt() <= 1.0 + 1e-5, "one example's clipped gradient has norm {} > C = 1", total.sqrt());
 }
 
+/// A user's layer that does not group views (no `group_views`) refuses augmentation
+/// multiplicity in one line, where the built-in layers group; rows that are not a whole number
+/// of views are refused too.
+#[test]
+fn views_through_a_layer_that_cannot_group_them_are_refused() {
+    let device = backend::cpu().device;
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    let model = WithOwnLayer::new(&mut rng, &device);
+    let x =
+        Tensor::<2>::from_data(TensorData::new((0..24).map(|i| i as f32 / 10.0).collect::<Vec<_>>(), [4, 6]), &device);
+    let forward = |m: &WithOwnLayer| Ok((m.forward(x.clone()).sum_dim(1).reshape([4]), ()));
+    let err = BatchGrads::try_compute(2, || forward(&model)).err().expect("the user's layer cannot group");
+    assert!(err.to_string().contains("group_views"), "{err}");
+    let plain = |m: &WithOwnLayer| Ok((m.fc2.forward(m.fc1.forward(x.clone())).sum_dim(1).reshape([4]), ()));
+    let (mut grouped, ()) = BatchGrads::try_compute(2, || plain(&model)).expect("built-in layers group views");
+    assert!(grouped.sq_norms().iter().all(|n| n.dims() == [2]), "two examples of two views each");
+    let err = BatchGrads::try_compute(3, || plain(&model)).err().expect("4 rows are not views of 3");
+    assert!(err.to_string().contains("views"), "{err}");
+}
+
 #[test]
 fn weight_sharing_is_refused() {
     let device = backend::cpu().device;

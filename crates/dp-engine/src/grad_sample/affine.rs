@@ -25,7 +25,8 @@
 //! under-estimated by f32 rounding (which would under-clip), at the price of clipping a
 //! gradient whose norm cancels almost entirely a little harder.
 
-use super::{ParamGrad, PerExampleGrads, scale_examples, sum_per_example, weighted_sum_examples};
+use super::{ParamGrad, PerExampleGrads, merge_views, scale_examples, sum_per_example, weighted_sum_examples};
+use crate::error::Result;
 use burn::module::ParamId;
 use burn::tensor::Tensor;
 
@@ -57,7 +58,15 @@ pub enum NormMethod {
 impl NormMethod {
     /// The cheapest method for `positions` P, `outputs` N and `inputs` K.
     pub fn cheapest(positions: usize, outputs: usize, inputs: usize) -> Self {
-        if positions == 1 {
+        Self::cheapest_for(positions, outputs, inputs, false)
+    }
+
+    /// The cheapest method that a layer, `standardized` or not, can use: a standardised layer's
+    /// Jacobian is not rank one, so its single position is materialised.
+    fn cheapest_for(positions: usize, outputs: usize, inputs: usize, standardized: bool) -> Self {
+        if positions == 1 && standardized {
+            NormMethod::Materialize
+        } else if positions == 1 {
             NormMethod::RankOne
         } else if positions * positions < outputs * inputs {
             NormMethod::Ghost
@@ -148,7 +157,8 @@ impl AffineGrads {
     /// their std: `inv_std` [N, 1] is 1 / s), whose output before the bias is `projection`
     /// [B, N, P]; a single position (rank one) is taken as a materialised gradient.
     pub fn standardized(self, w_hat: Tensor<2>, inv_std: Tensor<2>, projection: Tensor<3>) -> Self {
-        let method = if self.method == NormMethod::RankOne { NormMethod::Materialize } else { self.method };
+        let [_, k, p] = self.input.dims();
+        let method = NormMethod::cheapest_for(p, self.grad.dims()[1], k, true);
         Self { method, standardization: Some(Standardization { w_hat, inv_std, projection }), ..self }
     }
 
@@ -230,5 +240,17 @@ impl PerExampleGrads for AffineGrads {
             });
         }
         grads
+    }
+
+    /// An example's views are its positions, view after view: the norm method is chosen again
+    /// for V * P positions.
+    fn group_views(self: Box<Self>, views: usize) -> Result<Box<dyn PerExampleGrads>> {
+        let Self { input, grad, weight, layout, bias, standardization, .. } = *self;
+        let (input, grad) = (merge_views(input, views), merge_views(grad, views));
+        let [_, k, p] = input.dims();
+        let method = NormMethod::cheapest_for(p, grad.dims()[1], k, standardization.is_some());
+        let standardization =
+            standardization.map(|st| Standardization { projection: merge_views(st.projection, views), ..st });
+        Ok(Box::new(Self { input, grad, weight, layout, bias, method, materialized: None, standardization }))
     }
 }

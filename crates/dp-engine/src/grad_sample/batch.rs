@@ -33,18 +33,24 @@ impl BatchGrads {
     /// Runs `forward` with the tape (it returns each example's loss [B] and anything else the
     /// caller wants back, such as logits), then one backward of the summed loss.
     pub fn compute<T>(forward: impl FnOnce() -> (Tensor<1>, T)) -> Result<(Self, T)> {
-        Self::try_compute(|| Ok(forward()))
+        Self::try_compute(1, || Ok(forward()))
     }
 
-    /// [`Self::compute`] of a forward pass that can fail (its data could not be read).
-    pub fn try_compute<T>(forward: impl FnOnce() -> Result<(Tensor<1>, T)>) -> Result<(Self, T)> {
+    /// [`Self::compute`] of a forward pass that can fail (its data could not be read), whose rows
+    /// come `views` to an example (augmentation multiplicity): each example's gradient is the
+    /// sum of its views' (the losses are weighted by the caller), clipped as one.
+    pub fn try_compute<T>(views: usize, forward: impl FnOnce() -> Result<(Tensor<1>, T)>) -> Result<(Self, T)> {
         let (out, tape) = recording(forward)?;
         let (losses, extra) = out?;
         if tape.is_empty() {
             return Err(EngineError::Unsupported("the forward pass went through no DP layer".into()));
         }
+        let rows = losses.dims()[0];
+        if views == 0 || rows % views != 0 {
+            return Err(EngineError::invalid("views", format!("{rows} losses are not {views} views per example")));
+        }
         let grads = losses.sum().backward();
-        Ok((Self { layers: tape.per_example(&grads) }, extra))
+        Ok((Self { layers: tape.per_example(&grads, views)? }, extra))
     }
 
     /// Each recorded DP layer's parameters, in forward order.

@@ -5,6 +5,7 @@
 //! one scatter-add of the scaled output gradients into the table's rows.
 
 use super::{ParamGrad, PerExampleGrads, scale_examples, sum_per_example};
+use crate::error::Result;
 use burn::module::ParamId;
 use burn::tensor::{IndexingUpdateOp, Int, Tensor};
 
@@ -46,5 +47,14 @@ impl PerExampleGrads for EmbeddingGrads {
         let table = Tensor::<2>::zeros([self.rows, d], &values.device());
         let summed = table.select_assign(0, self.tokens.clone().reshape([b * t]), values, IndexingUpdateOp::Add);
         vec![ParamGrad { id: self.weight, value: summed.reshape([self.rows * d]) }]
+    }
+
+    /// An example's views are its tokens, view after view.
+    fn group_views(self: Box<Self>, views: usize) -> Result<Box<dyn PerExampleGrads>> {
+        let Self { tokens, grad, rows, weight } = *self;
+        let [n, t, d] = grad.dims();
+        let b = n / views.max(1);
+        let (tokens, grad) = (tokens.reshape([b, views * t]), grad.reshape([b, views * t, d]));
+        Ok(Box::new(Self { tokens, grad, rows, weight }))
     }
 }

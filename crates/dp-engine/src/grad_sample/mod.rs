@@ -16,6 +16,7 @@ pub mod params;
 pub mod scale_shift;
 pub mod tape;
 
+use crate::error::{EngineError, Result};
 use burn::module::ParamId;
 use burn::tensor::Tensor;
 
@@ -36,6 +37,33 @@ pub trait PerExampleGrads: Send {
     /// The sum over examples of each example's gradient scaled by `factors` [B] (by one when
     /// None), one entry per parameter of the layer.
     fn weighted_sum(&self, factors: Option<&Tensor<1>>) -> Vec<ParamGrad>;
+
+    /// The same layer's gradients with every `views` consecutive rows taken as one example
+    /// (augmentation multiplicity: an example's gradient is the sum over its views, so that it is
+    /// clipped once); refused by a layer that cannot group.
+    fn group_views(self: Box<Self>, views: usize) -> Result<Box<dyn PerExampleGrads>> {
+        let _ = views;
+        Err(EngineError::Unsupported(
+            "a DP layer of this model cannot group an example's views (PerExampleGrads::group_views)".into(),
+        ))
+    }
+}
+
+/// [B*V, X, P] to [B, X, V*P]: each group of `views` consecutive examples becomes one example whose
+/// positions are its views' positions, view after view (what makes a sum over positions a sum
+/// over views).
+pub fn merge_views(t: Tensor<3>, views: usize) -> Tensor<3> {
+    let [rows, x, p] = t.dims();
+    let b = rows / views.max(1);
+    t.reshape([b, views, x, p]).swap_dims(1, 2).reshape([b, x, views * p])
+}
+
+/// [B*V, M] to [B, M]: the sum over each group of `views` consecutive rows (materialised
+/// per-example gradients of an example's views).
+pub fn sum_views(t: Tensor<2>, views: usize) -> Tensor<2> {
+    let [rows, m] = t.dims();
+    let b = rows / views.max(1);
+    t.reshape([b, views, m]).sum_dim(1).reshape([b, m])
 }
 
 /// Sums a tensor over everything but its first dimension: [B, ...] to [B].

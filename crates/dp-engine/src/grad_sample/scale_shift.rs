@@ -4,7 +4,8 @@
 //! sum_p G ∘ xhat (gamma) and sum_p G (beta), [C] each: materialised, they cost no more than the
 //! forward pass. The shift is optional (burn-nn's LayerNorm may have none).
 
-use super::{ParamGrad, PerExampleGrads, sum_per_example, weighted_sum_examples};
+use super::{ParamGrad, PerExampleGrads, sum_per_example, sum_views, weighted_sum_examples};
+use crate::error::Result;
 use burn::module::ParamId;
 use burn::tensor::Tensor;
 
@@ -40,5 +41,11 @@ impl PerExampleGrads for ScaleShiftGrads {
         let sum = |t: &Tensor<2>| weighted_sum_examples(t.clone(), factors);
         let beta = self.beta.iter().map(|(beta, id)| ParamGrad { id: *id, value: sum(beta) });
         std::iter::once(ParamGrad { id: self.gamma_id, value: sum(&self.gamma) }).chain(beta).collect()
+    }
+
+    fn group_views(self: Box<Self>, views: usize) -> Result<Box<dyn PerExampleGrads>> {
+        let Self { gamma, beta, gamma_id } = *self;
+        let beta = beta.map(|(t, id)| (sum_views(t, views), id));
+        Ok(Box::new(Self { gamma: sum_views(gamma, views), beta, gamma_id }))
     }
 }

@@ -114,14 +114,17 @@ impl Tape {
         self.entries.is_empty()
     }
 
-    /// Each recorded layer's per-example gradients from the backward pass `grads`; a layer whose
-    /// output does not reach the loss has zero gradients.
-    pub fn per_example(self, grads: &Gradients) -> Vec<LayerGrads> {
+    /// Each recorded layer's per-example gradients from the backward pass `grads`, with every
+    /// `views` consecutive rows one example (1: each row is one); a layer whose output does not
+    /// reach the loss has zero gradients.
+    pub fn per_example(self, grads: &Gradients, views: usize) -> Result<Vec<LayerGrads>> {
         self.entries
             .into_iter()
             .map(|e| {
                 let output_grad = e.probe.grad(grads).map_or_else(|| e.probe.inner().zeros_like(), |g| g.inner());
-                LayerGrads { params: e.params, grads: (e.finish)(output_grad) }
+                let layer = (e.finish)(output_grad);
+                let grads = if views > 1 { layer.group_views(views)? } else { layer };
+                Ok(LayerGrads { params: e.params, grads })
             })
             .collect()
     }

@@ -25,4 +25,11 @@ impl Batching {
     pub fn padded(self, len: usize) -> usize {
         (len.div_ceil(self.granule.max(1)) * self.granule.max(1)).min(self.size).max(len)
     }
+
+    /// The batching of a source with `views` rows per example (augmentation multiplicity): a
+    /// physical batch bounds rows, so it holds `size / views` examples (at least one).
+    pub fn for_views(self, views: usize) -> Self {
+        let views = views.max(1);
+        Batching { size: (self.size / views).max(1), granule: (self.granule / views).max(1) }
+    }
 }

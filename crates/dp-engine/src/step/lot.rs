@@ -31,9 +31,17 @@ pub trait LotSource<M> {
         self.len() == 0
     }
 
-    /// The loss of `model` on each of the examples `indices` (repeats allowed), on `device`;
-    /// an error when the examples cannot be read (a dataset backed by files).
+    /// The loss of `model` on each of the examples `indices` (repeats allowed), on `device`:
+    /// [B * views] rows, an example's views consecutive; an error when the examples cannot be
+    /// read (a dataset backed by files).
     fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses>;
+
+    /// Rows per example in [`Self::losses`]: 1, or K augmented views of each example
+    /// (augmentation multiplicity, De et al. 2022: an example's gradient is the mean of its
+    /// views', clipped once, so each example still moves the sum by at most C).
+    fn views(&self) -> usize {
+        1
+    }
 }
 
 /// Training metrics of one lot, kept on the device until read.
@@ -85,21 +93,51 @@ pub fn evaluate<M: Module>(
     let model = model.valid();
     let indices: Vec<usize> = (0..source.len()).collect();
     let mut metrics = LotMetrics { examples: indices.len(), ..LotMetrics::default() };
-    for chunk in indices.chunks(batch_size.max(1)) {
-        let out = source.losses(&model, chunk, device)?;
-        metrics.add(out.losses.sum(), out.correct.map(Tensor::sum));
+    let per_batch = (batch_size / source.views().max(1)).max(1);
+    for chunk in indices.chunks(per_batch) {
+        let out = batch_losses(source, &model, chunk, chunk.len(), device)?;
+        metrics.add(out.weighted.sum(), out.correct);
     }
     Ok(metrics)
 }
 
-/// The examples of a physical batch of `rows`: the chunk, then copies of its first example
-/// (inert: the mask zeroes their loss), and the mask when there is padding.
-pub(crate) fn padded(chunk: &[usize], rows: usize, device: &Device) -> (Vec<usize>, Option<Tensor<1>>) {
-    let pad = rows - chunk.len();
-    let indices = chunk.iter().copied().chain(std::iter::repeat_n(chunk[0], pad)).collect();
-    let mask = (pad > 0)
-        .then(|| vector(std::iter::repeat_n(1.0, chunk.len()).chain(std::iter::repeat_n(0.0, pad)).collect(), device));
-    (indices, mask)
+/// A physical batch of a lot, through the model: what to differentiate and what to report.
+pub(crate) struct BatchLosses {
+    /// Each row's loss weighted so that their sum is the sum over the batch's real examples of
+    /// the mean loss of their views (padding rows weigh 0).
+    pub weighted: Tensor<1>,
+    /// Correct predictions among the real examples, views averaged.
+    pub correct: Option<Tensor<1>>,
+}
+
+/// The examples `chunk` of a lot through `model`, padded to `rows` examples with copies of the
+/// first (inert: they weigh 0); each of the source's views weighs one over their number.
+pub(crate) fn batch_losses<M>(
+    source: &dyn LotSource<M>,
+    model: &M,
+    chunk: &[usize],
+    rows: usize,
+    device: &Device,
+) -> Result<BatchLosses> {
+    let views = source.views();
+    let indices: Vec<usize> = chunk.iter().copied().chain(std::iter::repeat_n(chunk[0], rows - chunk.len())).collect();
+    let out = source.losses(model, &indices, device)?;
+    let got = out.losses.dims()[0];
+    if views == 0 || got != rows * views {
+        return Err(EngineError::Data(format!(
+            "the loss gave {got} values for {rows} examples of {views} views each (LotSource::losses and views disagree)"
+        )));
+    }
+    let real = chunk.len() * views;
+    let weight = 1.0 / views as f32;
+    let weighted = if real == got && views == 1 {
+        out.losses
+    } else {
+        let weights = std::iter::repeat_n(weight, real).chain(std::iter::repeat_n(0.0, got - real)).collect();
+        out.losses * vector(weights, device)
+    };
+    let correct = out.correct.map(|c| c.narrow(0, 0, real).sum().mul_scalar(weight));
+    Ok(BatchLosses { weighted, correct })
 }
 
 /// The sum over `lot` of each example's gradient of `model` (clipped as `clip` says; unclipped
@@ -120,19 +158,15 @@ pub fn lot_sum<M>(
     }
     let mut sums: Vec<Option<Tensor<1>>> = vec![None; table.params().len()];
     let mut metrics = LotMetrics { examples: lot.len(), ..LotMetrics::default() };
+    let views = source.views();
+    let batching = batching.for_views(views);
     for chunk in lot.chunks(batching.size) {
-        let (indices, mask) = padded(chunk, batching.padded(chunk.len()), device);
-        let (mut grads, correct) = BatchGrads::try_compute(|| {
-            let out = source.losses(model, &indices, device)?;
-            let losses = match &mask {
-                Some(m) => out.losses * m.clone(),
-                None => out.losses,
-            };
-            Ok((losses.clone(), (losses.inner().sum(), out.correct)))
+        let (mut grads, (loss_sum, correct)) = BatchGrads::try_compute(views, || {
+            let out = batch_losses(source, model, chunk, batching.padded(chunk.len()), device)?;
+            Ok((out.weighted.clone(), (out.weighted.inner().sum(), out.correct)))
         })
         .map_err(|e| table.name_shared(e))?;
-        let (loss_sum, correct) = correct;
-        metrics.add(loss_sum, correct.map(|c| c.narrow(0, 0, chunk.len()).sum()));
+        metrics.add(loss_sum, correct);
         for ParamGrad { id, value } in grads.clipped_sum(clip) {
             let k = table.index_of(id).ok_or_else(|| unknown(id))?;
             sums[k] = add(sums[k].take(), value);

@@ -3,7 +3,7 @@
 //! no noise, no privacy: each step is recorded as a non-private release.
 
 use super::batching::Batching;
-use super::lot::{LotMetrics, LotSource, padded};
+use super::lot::{LotMetrics, LotSource, batch_losses};
 use super::{LotStep, StepState};
 use crate::error::Result;
 use burn::module::Module;
@@ -37,14 +37,11 @@ impl<M: Module> LotStep<M> for PlainStep {
         let mut metrics = LotMetrics { examples: lot.len(), ..LotMetrics::default() };
         let mut accumulated = GradientsAccumulator::<M>::new();
         let n = lot.len() as f64;
-        for chunk in lot.chunks(self.batching.size.max(1)) {
-            let (indices, mask) = padded(chunk, self.batching.padded(chunk.len()), device);
-            let out = source.losses(&model, &indices, device)?;
-            let loss = match mask {
-                Some(m) => (out.losses * m).sum(),
-                None => out.losses.sum(),
-            };
-            metrics.add(loss.clone().inner(), out.correct.map(|c| c.narrow(0, 0, chunk.len()).sum()));
+        let batching = self.batching.for_views(source.views());
+        for chunk in lot.chunks(batching.size.max(1)) {
+            let out = batch_losses(source, &model, chunk, batching.padded(chunk.len()), device)?;
+            let loss = out.weighted.sum();
+            metrics.add(loss.clone().inner(), out.correct);
             let grads = GradientsParams::from_grads(loss.div_scalar(n).backward(), &model);
             accumulated.accumulate(&model, grads);
         }
