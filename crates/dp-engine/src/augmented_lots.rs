@@ -3,9 +3,9 @@
 //! example's K view gradients before clipping it (`LotSource::views`), so each example still
 //! moves the sum by at most C and the privacy is that of the run without views; only the
 //! compute grows K-fold. Views are cut on the host (`dp_data::CropFlip`) and, for a ScatterNet
-//! model, transformed there too. A view's placement is a function of the key, the step and the
-//! example, never of which batch the example fell in, so a seeded run resumed at any step draws
-//! the same views as one that never stopped.
+//! model, transformed on the batch's device (`ScatterNet::apply`). A view's placement is a
+//! function of the key, the step and the example, never of which batch the example fell in, so
+//! a seeded run resumed at any step draws the same views as one that never stopped.
 
 use crate::classifier::{ImageClassifier, scored};
 use crate::error::{EngineError, Result};
@@ -111,12 +111,12 @@ impl<M: ImageClassifier> LotSource<M> for AugmentedLots<'_> {
 
     fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses> {
         let (pixels, labels) = self.views_of(indices);
-        let rows = indices.len() * self.views;
-        let (values, [c, h, w]) = match &self.features {
-            Some(net) => (net.features_of(&pixels), net.output_shape()),
-            None => (pixels, self.data.shape()),
+        let [c, h, w] = self.data.shape();
+        let views = Tensor::from_data(TensorData::new(pixels, [indices.len() * self.views, c, h, w]), device);
+        let x = match &self.features {
+            Some(net) => net.apply(views)?,
+            None => views,
         };
-        let x = Tensor::from_data(TensorData::new(values, [rows, c, h, w]), device);
         Ok(scored(model, x, &labels, self.data.classes(), device))
     }
 }

@@ -10,6 +10,7 @@
 
 mod fft2;
 mod filters;
+pub mod on_device;
 
 use fft2::Fft2;
 use filters::FilterBank;
