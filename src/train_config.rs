@@ -78,6 +78,11 @@ pub struct TrainConfig {
     /// Augmented views of each example per step (augmentation multiplicity, De et al. 2022):
     /// their gradients averaged before clipping, the same epsilon; None: no augmentation.
     pub augmult: Option<usize>,
+    /// Pixels of reflect padding before a view's random crop (De et al.: 4).
+    pub augment_padding: usize,
+    /// Whether views are mirrored at random (default: where the data set's labels survive a
+    /// mirror, fashion-mnist and cifar10).
+    pub augment_mirror: Option<bool>,
     /// Accountant.
     pub accountant: AccountantName,
     /// Seed for a reproducible run (sampling, noise and initialisation); None keys from the OS.
@@ -120,6 +125,8 @@ impl Default for TrainConfig {
             weight_decay: 0.0,
             ema: None,
             augmult: None,
+            augment_padding: 4,
+            augment_mirror: None,
             accountant: AccountantName::Rdp,
             seed: None,
             checkpoint_every: 200,

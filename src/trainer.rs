@@ -45,9 +45,6 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 /// The ChaCha20 stream reserved for parameter initialisation.
 const INIT_STREAM: u64 = 2;
 
-/// Pixels of reflect padding before an augmented view's random crop (De et al. 2022).
-const AUGMENT_PADDING: usize = 4;
-
 /// What the trainer tells its observer.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -393,11 +390,12 @@ fn check_session(session: &Session, run_dir: &Path) -> Result<()> {
 }
 
 /// The training lots with `--augmult` views of each image (random crops after reflect padding,
-/// flipped where the data set's labels survive a mirror), transformed to ScatterNet features
+/// mirrored as configured), transformed to ScatterNet features
 /// for a ScatterNet model; None without `--augmult`.
 fn augmented_lots<'a>(config: &TrainConfig, train: &'a ImageDataset) -> Result<Option<AugmentedLots<'a>>> {
     let Some(views) = config.augmult else { return Ok(None) };
-    let augmentation = CropFlip::new(AUGMENT_PADDING, config.dataset.mirrors_keep_labels(), train.shape())?;
+    let mirror = config.augment_mirror.unwrap_or(config.dataset.mirrors_keep_labels());
+    let augmentation = CropFlip::new(config.augment_padding, mirror, train.shape())?;
     let lots = AugmentedLots::new(train, augmentation, views, config.seed)?;
     Ok(Some(if config.model.reads_scattering() { lots.with_features(ScatterNet::new(train.shape())?)? } else { lots }))
 }

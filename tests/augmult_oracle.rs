@@ -16,6 +16,7 @@ use dp_data::image_dataset::{ImageDataset, Normalization as PixelNormalization};
 use dp_engine::activation::Activation;
 use dp_engine::augmented_lots::AugmentedLots;
 use dp_engine::backend;
+use dp_engine::classifier::CrossEntropyLots;
 use dp_engine::clipping::Clipping;
 use dp_engine::grad_sample::batch::ClipSpec;
 use dp_engine::grad_sample::params::ParamTable;
@@ -100,6 +101,38 @@ fn check(name: ModelName, shape: [usize; 3], flip: bool, device: &Device) {
     let (loss, _) = metrics.read().unwrap();
     let want: f64 = (0..N).map(|e| host(mean_of_views(&model.valid(), e)).iter().sum::<f64>()).sum();
     assert_close(loss, want / N as f64, "mean over examples of their views' mean loss");
+}
+
+/// Views that are all the image itself (no padding, no mirror) give the lot's clipped sum
+/// without views: the grouped path (views as positions, a [K, K] ghost norm for dense layers)
+/// and the plain one agree.
+fn check_identical_views(name: ModelName, shape: [usize; 3], device: &Device) {
+    let mut rng = ChaCha20Rng::seed_from_u64(6);
+    let data = data(shape, &mut rng);
+    let spec = ModelSpec { name, activation: Activation::Tanh, hidden: None, normalization: Normalization::None };
+    let model = build(spec, shape, CLASSES, &mut rng, device).expect("a zoo model").valid();
+    let table = ParamTable::of(&model).unwrap();
+    let lot = [6, 0, 3, 5, 1, 2, 4];
+    let clip = Some(ClipSpec { clip_norm: 0.05, clipping: Clipping::Flat, layers: table.layers().len() });
+    let copies = AugmentedLots::new(&data, CropFlip::new(0, false, shape).unwrap(), VIEWS, Some(1)).unwrap();
+    let batching = Batching { size: 4 * VIEWS, granule: 1 };
+    let (grouped, _) = lot_sum(&model, &copies, &lot, batching, &table, clip, device).unwrap();
+    let plain = CrossEntropyLots { data: &data };
+    let (single, _) = lot_sum(&model, &plain, &lot, Batching { size: 4, granule: 1 }, &table, clip, device).unwrap();
+    for ((g, s), p) in grouped.into_iter().zip(single).zip(table.params()) {
+        let (g, s) = (host(g), host(s));
+        let scale = s.iter().map(|w| w.abs()).fold(0.0, f64::max).max(1e-6);
+        let worst = g.iter().zip(&s).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(worst <= 1e-4 * scale, "{name:?} {}: {worst:e} apart (largest {scale:e})", p.path);
+    }
+}
+
+#[test]
+fn identical_views_give_the_sum_without_views() {
+    let device = backend::ndarray().device;
+    check_identical_views(ModelName::Mlp, [1, 3, 3], &device);
+    check_identical_views(ModelName::MnistCnn, [1, 16, 16], &device);
+    check_identical_views(ModelName::Wrn16x4, [1, 4, 4], &device);
 }
 
 #[test]

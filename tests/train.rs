@@ -70,6 +70,10 @@ fn train_refuses_bad_input_with_one_line() {
     for views in ["0", "100000"] {
         one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--augmult", views]].concat()), "augmult");
     }
+    // Views' shape without views; padding the images cannot reflect.
+    one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--augment-padding", "2"]].concat()), "--augmult");
+    let wide = [base_args(d, o), vec!["-z", "1", "--augmult", "2", "--augment-padding", "28"]].concat();
+    one_line_error(&dptrain(&wide), "padding");
     // BatchNorm is refused with what to use instead.
     one_line_error(&dptrain(&[base_args(d, o), vec!["-z", "1", "--normalization", "batch"]].concat()), "GroupNorm");
     // A mechanism's own option in a config file is checked as its flag is.

@@ -106,12 +106,22 @@ pub struct TrainArgs {
     ema: Option<f64>,
 
     /// Augmentation multiplicity (De et al. 2022): train on K augmented views of every example
-    /// of each lot (a random crop after 4-pixel reflect padding, mirrored at random on
-    /// fashion-mnist and cifar10), its gradient averaged over its views before it is clipped.
+    /// of each lot (a random crop after reflect padding, mirrored at random: see
+    /// --augment-padding and --augment-mirror), its gradient averaged over its views before it
+    /// is clipped.
     /// Each example still moves the sum by at most C: the same epsilon, K times the compute
     /// (--batch-size then counts views). Off by default.
     #[arg(long, value_name = "K")]
     augmult: Option<usize>,
+
+    /// Pixels of reflect padding before each view's random crop (0: no shift) [default: 4].
+    #[arg(long, value_name = "PIXELS")]
+    augment_padding: Option<usize>,
+
+    /// Mirror views at random: true or false [default: true on fashion-mnist and cifar10, false
+    /// on mnist, whose digits a mirror changes].
+    #[arg(long, value_name = "BOOL")]
+    augment_mirror: Option<bool>,
 
     /// Hold the last N training examples out: train on the others and evaluate on these instead
     /// of the test set, to choose hyper-parameters without looking at the test set. The held-out
@@ -312,6 +322,7 @@ impl TrainArgs {
             clip_norm,
             learning_rate,
             lr_schedule,
+            augment_padding,
             momentum,
             weight_decay,
             accountant,
@@ -338,6 +349,12 @@ impl TrainArgs {
         }
         if self.augmult.is_some() {
             config.augmult = self.augmult;
+        }
+        if self.augment_mirror.is_some() {
+            config.augment_mirror = self.augment_mirror;
+        }
+        if (self.augment_padding.is_some() || self.augment_mirror.is_some()) && config.augmult.is_none() {
+            bail!("--augment-padding and --augment-mirror shape the views of --augmult K: give --augmult too");
         }
         if self.seed.is_some() {
             config.seed = self.seed;
