@@ -445,9 +445,10 @@ pub fn train(
     let dev = &device.device;
     let batching = Batching::for_backend(config.batch_size, device.backend);
     // The model reads what it is evaluated on: a ScatterNet model's features even where the
-    // training set is images (transformed view by view).
-    let model =
-        checked_model(spec, &test_data, batching.padded(config.batch_size.min(train_data.len())), config.seed, dev)?;
+    // training set is images (transformed view by view). A physical batch holds at least one
+    // example's views, beyond --batch-size when they outnumber it.
+    let rows = batching.padded(config.batch_size.min(train_data.len())).max(config.augmult.unwrap_or(1));
+    let model = checked_model(spec, &test_data, rows, config.seed, dev)?;
     let fresh_optimizer = optimizer(config.optimizer(&privacy), config.momentum, config.weight_decay);
     let plain = CrossEntropyLots { data: &train_data };
     let augmented = augmented_lots(&config, &train_data)?;

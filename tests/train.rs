@@ -192,6 +192,23 @@ fn an_absurd_bench_lot_is_refused_before_allocation() {
     one_line_error(&out, "lot size");
 }
 
+/// A physical batch holds at least one example's views: 256 views of wrn-16-4 are counted
+/// against the memory budget even with --batch-size 1, and refused before anything runs.
+#[test]
+fn an_example_s_views_count_against_the_memory_budget() {
+    let (tmp, data) = temp_with_dataset(100);
+    let out = tmp.path().join("run");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["train", "--device", "cpu", "--data-dir", d, "--out-dir", o, "--model", "wrn-16-4", "-z", "1"];
+    let args = [&args[..], &["--augmult", "256", "--batch-size", "1"]].concat();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_dptrain"))
+        .args(&args)
+        .env("DPTRAIN_MEMORY_BUDGET", "400000000")
+        .output()
+        .expect("dptrain runs");
+    one_line_error(&run, "batches of 256 images");
+}
+
 /// An mlp too wide to allocate is refused from arithmetic; --hidden with a model that has no
 /// hidden width is refused, not ignored.
 #[test]
