@@ -67,11 +67,6 @@ impl<'a> AugmentedLots<'a> {
         Ok(self)
     }
 
-    /// The training images.
-    pub fn data(&self) -> &ImageDataset {
-        self.data
-    }
-
     /// Sets the step whose views the next lots draw (the run's step count before it).
     pub fn at_step(&self, step: u64) {
         self.step.store(step, Ordering::Relaxed);
