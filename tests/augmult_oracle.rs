@@ -44,7 +44,7 @@ fn data(shape: [usize; 3], rng: &mut ChaCha20Rng) -> ImageDataset {
 fn lots(data: &ImageDataset, flip: bool, scatter: bool) -> AugmentedLots<'_> {
     let augmentation = CropFlip::new(2, flip, data.shape()).unwrap();
     let lots = AugmentedLots::new(data, augmentation, VIEWS, Some(9)).unwrap();
-    lots.at_step(5);
+    LotSource::<ZooModel>::at_step(&lots, 5);
     if scatter { lots.with_features(ScatterNet::new(data.shape()).unwrap()).unwrap() } else { lots }
 }
 
@@ -60,9 +60,9 @@ fn check_views(model: &ZooModel, source: &AugmentedLots<'_>, device: &Device) {
     }
     let distinct = (0..N).filter(|&e| losses(&[e]).windows(2).any(|w| w[0] != w[1])).count();
     assert!(distinct >= N - 1, "only {distinct} of {N} examples have views that differ");
-    source.at_step(6);
+    LotSource::<ZooModel>::at_step(source, 6);
     assert_ne!(losses(&[3]), alone, "step 6 draws other views");
-    source.at_step(5);
+    LotSource::<ZooModel>::at_step(source, 5);
 }
 
 /// `lot_sum` of `name` on `shape` images with views, against the loop.

@@ -4,8 +4,9 @@
 //! moves the sum by at most C and the privacy is that of the run without views; only the
 //! compute grows K-fold. Views are cut on the host (`dp_data::CropFlip`) and, for a ScatterNet
 //! model, transformed on the batch's device (`ScatterNet::apply`). A view's placement is a
-//! function of the key, the step and the example, never of which batch the example fell in, so
-//! a seeded run resumed at any step draws the same views as one that never stopped.
+//! function of the key, the step (which `DpOptimizer::step` tells the source, `LotSource::at_step`)
+//! and the example, never of which batch the example fell in, so a seeded run resumed at any
+//! step draws the same views as one that never stopped.
 
 use crate::classifier::{ImageClassifier, scored};
 use crate::error::{EngineError, Result};
@@ -67,11 +68,6 @@ impl<'a> AugmentedLots<'a> {
         Ok(self)
     }
 
-    /// Sets the step whose views the next lots draw (the run's step count before it).
-    pub fn at_step(&self, step: u64) {
-        self.step.store(step, Ordering::Relaxed);
-    }
-
     /// The views of the examples `indices`, example after example, as host pixels, and their
     /// labels.
     fn views_of(&self, indices: &[usize]) -> (Vec<f32>, Vec<u8>) {
@@ -102,6 +98,11 @@ impl<M: ImageClassifier> LotSource<M> for AugmentedLots<'_> {
 
     fn views(&self) -> usize {
         self.views
+    }
+
+    /// The views of the next lots are the step's.
+    fn at_step(&self, step: u64) {
+        self.step.store(step, Ordering::Relaxed);
     }
 
     fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses> {

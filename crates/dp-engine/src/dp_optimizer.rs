@@ -88,6 +88,7 @@ impl<M: Module> DpOptimizer<M> {
         if !(lr.is_finite() && lr >= 0.0) {
             return Err(EngineError::invalid("learning rate", format!("{lr} is not a non-negative number")));
         }
+        source.at_step(self.steps_taken);
         // burn-optim updates autodiff parameters: a model built on a plain device is switched.
         let out = self.step.step(model.train(), &mut self.optimizer, lr, source, &self.device)?;
         self.steps_taken += 1;

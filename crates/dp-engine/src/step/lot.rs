@@ -42,6 +42,11 @@ pub trait LotSource<M> {
     fn views(&self) -> usize {
         1
     }
+
+    /// Told the number of the step about to draw from it (0 for the first; `DpOptimizer::step`
+    /// tells it), for a source whose examples depend on the step (augmented views): a resumed
+    /// run then draws what the uninterrupted one would have.
+    fn at_step(&self, _step: u64) {}
 }
 
 /// Training metrics of one lot, kept on the device until read.
@@ -93,8 +98,8 @@ pub fn evaluate<M: Module>(
     let model = model.valid();
     let indices: Vec<usize> = (0..source.len()).collect();
     let mut metrics = LotMetrics { examples: indices.len(), ..LotMetrics::default() };
-    let per_batch = (batch_size / source.views().max(1)).max(1);
-    for chunk in indices.chunks(per_batch) {
+    let per_batch = Batching { size: batch_size, granule: 1 }.for_views(source.views());
+    for chunk in indices.chunks(per_batch.size) {
         let out = batch_losses(source, &model, chunk, chunk.len(), device)?;
         metrics.add(out.weighted.sum(), out.correct);
     }
