@@ -78,8 +78,8 @@ pub struct TrainConfig {
     /// Augmented views of each example per step (augmentation multiplicity, De et al. 2022):
     /// their gradients averaged before clipping, the same epsilon; None: no augmentation.
     pub augmult: Option<usize>,
-    /// Pixels of reflect padding before a view's random crop (De et al.: 4).
-    pub augment_padding: usize,
+    /// Pixels of reflect padding before a view's random crop (default: De et al.'s 4).
+    pub augment_padding: Option<usize>,
     /// Whether views are mirrored at random (default: where the data set's labels survive a
     /// mirror, fashion-mnist and cifar10).
     pub augment_mirror: Option<bool>,
@@ -125,7 +125,7 @@ impl Default for TrainConfig {
             weight_decay: 0.0,
             ema: None,
             augmult: None,
-            augment_padding: 4,
+            augment_padding: None,
             augment_mirror: None,
             accountant: AccountantName::Rdp,
             seed: None,
@@ -181,6 +181,12 @@ impl TrainConfig {
         }
         if let Some(views) = self.augmult {
             dp_engine::augmented_lots::check_views(views)?;
+        }
+        if (self.augment_padding.is_some() || self.augment_mirror.is_some()) && self.augmult.is_none() {
+            return Err(EngineError::invalid(
+                "augmentation",
+                "--augment-padding and --augment-mirror shape the views of --augmult K: give --augmult too",
+            ));
         }
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));

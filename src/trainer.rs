@@ -395,7 +395,8 @@ fn check_session(session: &Session, run_dir: &Path) -> Result<()> {
 fn augmented_lots<'a>(config: &TrainConfig, train: &'a ImageDataset) -> Result<Option<AugmentedLots<'a>>> {
     let Some(views) = config.augmult else { return Ok(None) };
     let mirror = config.augment_mirror.unwrap_or(config.dataset.mirrors_keep_labels());
-    let augmentation = CropFlip::new(config.augment_padding, mirror, train.shape())?;
+    let padding = config.augment_padding.unwrap_or(dp_data::augment::DEFAULT_PADDING);
+    let augmentation = CropFlip::new(padding, mirror, train.shape())?;
     let lots = AugmentedLots::new(train, augmentation, views, config.seed)?;
     Ok(Some(if config.model.reads_scattering() { lots.with_features(ScatterNet::new(train.shape())?)? } else { lots }))
 }
@@ -495,7 +496,6 @@ pub fn train(
         config: &config,
         session: &session,
         source,
-        augmented: augmented.as_ref(),
         test_data: &test_data,
         device: dev,
         metrics_path,
@@ -547,8 +547,6 @@ struct StepLoop<'a> {
     config: &'a TrainConfig,
     session: &'a Session,
     source: &'a dyn LotSource<ZooModel>,
-    /// The source again where it draws augmented views: told each step's number.
-    augmented: Option<&'a AugmentedLots<'a>>,
     test_data: &'a ImageDataset,
     device: &'a Device,
     metrics_path: PathBuf,
@@ -571,9 +569,6 @@ impl StepLoop<'_> {
         let mut segment = Instant::now();
         let stop_at = session.stop_after.map_or(planned_steps, |s| step.saturating_add(s).min(planned_steps));
         while step < stop_at {
-            if let Some(lots) = self.augmented {
-                lots.at_step(step);
-            }
             let lr = config.lr_schedule.rate(config.learning_rate, step, planned_steps);
             let (next, metrics) = dp.step(model, self.source, lr)?;
             model = next;

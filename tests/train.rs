@@ -83,6 +83,12 @@ fn train_refuses_bad_input_with_one_line() {
         let args = [base_args(d, o), vec!["-z", "1", "--config", toml.to_str().unwrap()]].concat();
         one_line_error(&dptrain(&args), key.split(' ').next().unwrap());
     }
+    // A config file's view settings without views are refused as the flags are.
+    std::fs::write(&toml, "augment_padding = 2\n").unwrap();
+    one_line_error(
+        &dptrain(&[base_args(d, o), vec!["-z", "1", "--config", toml.to_str().unwrap()]].concat()),
+        "--augmult",
+    );
     // An empty run folder would be the current directory.
     std::fs::write(&toml, "out_dir = \"\"\n").unwrap();
     let args = [

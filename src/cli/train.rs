@@ -237,9 +237,14 @@ pub struct TrainArgs {
     out_dir: Option<PathBuf>,
 }
 
+/// Lays each flag given over the configuration's field of the same name: the value itself, or
+/// (`optional`) the flag's `Some` for a field that is an `Option` too.
 macro_rules! overlay {
     ($config:ident, $args:ident, $($field:ident),*) => {
         $(if let Some(v) = $args.$field.clone() { $config.$field = v; })*
+    };
+    (optional $config:ident, $args:ident, $($field:ident),*) => {
+        $(if $args.$field.is_some() { $config.$field = $args.$field.clone(); })*
     };
 }
 
@@ -322,43 +327,26 @@ impl TrainArgs {
             clip_norm,
             learning_rate,
             lr_schedule,
-            augment_padding,
             momentum,
             weight_decay,
             accountant,
             checkpoint_every,
             out_dir
         );
-        if self.data_dir.is_some() {
-            config.data_dir = self.data_dir.clone();
-        }
-        if self.optimizer.is_some() {
-            config.optimizer = self.optimizer;
-        }
-        if self.clipping.is_some() {
-            config.clipping = self.clipping;
-        }
-        if self.hidden.is_some() {
-            config.hidden = self.hidden;
-        }
-        if self.validation.is_some() {
-            config.validation = self.validation;
-        }
-        if self.ema.is_some() {
-            config.ema = self.ema;
-        }
-        if self.augmult.is_some() {
-            config.augmult = self.augmult;
-        }
-        if self.augment_mirror.is_some() {
-            config.augment_mirror = self.augment_mirror;
-        }
-        if (self.augment_padding.is_some() || self.augment_mirror.is_some()) && config.augmult.is_none() {
-            bail!("--augment-padding and --augment-mirror shape the views of --augmult K: give --augmult too");
-        }
-        if self.seed.is_some() {
-            config.seed = self.seed;
-        }
+        overlay!(
+            optional config,
+            args,
+            data_dir,
+            optimizer,
+            clipping,
+            hidden,
+            validation,
+            ema,
+            augmult,
+            augment_padding,
+            augment_mirror,
+            seed
+        );
         if self.noise_multiplier.is_some() {
             (config.noise_multiplier, config.target_epsilon) = (self.noise_multiplier, None);
         }

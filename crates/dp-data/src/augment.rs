@@ -7,6 +7,9 @@
 use crate::error::{DataError, Result};
 use rand::Rng;
 
+/// Pixels of reflect padding De et al. use before a view's crop.
+pub const DEFAULT_PADDING: usize = 4;
+
 /// A random crop after reflect padding by `pad` pixels on each side, and an optional flip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CropFlip {
