@@ -31,6 +31,7 @@ pub mod allocation;
 pub mod augmented_lots;
 pub mod canaries;
 pub mod classifier;
+pub mod conv;
 pub mod dp_checkpoint;
 pub mod dp_optimizer;
 pub mod error;

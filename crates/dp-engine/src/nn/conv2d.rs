@@ -4,12 +4,12 @@
 //! unfolded input patches (the im2col kernel, outside autodiff) are kept for the per-example
 //! gradients (`grad_sample::affine`: ghost norm or materialised, whichever is cheaper).
 
+use crate::conv::conv2d;
 use crate::error::EngineError;
 use crate::grad_sample::affine::{AffineGrads, WeightLayout};
 use crate::grad_sample::tape::{Finish, observe};
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
-use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor};
 use dp_kernels::{Patches, im2col};
@@ -147,7 +147,7 @@ impl DpConv2d {
         // The output before the bias: a standardised layer's norms need it (W^ a per position).
         let (z, cols) = if x.is_tracked() {
             let options = ConvOptions::new(self.stride, self.padding, self.dilation, 1);
-            (conv2d(x.clone(), used.reshape([c_out, c_in, kh, kw]), None, options), None)
+            (conv2d(x.clone(), used.reshape([c_out, c_in, kh, kw]), options), None)
         } else {
             let cols = unfold(x.clone());
             let z = used.reshape([1, c_out, k]).expand([b, c_out, k]).matmul(cols.clone());

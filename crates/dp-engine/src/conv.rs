@@ -1,0 +1,261 @@
+//! 2-D convolution as a backend extension whose weight gradient, on Burn's flex CPU backend, is
+//! one GEMM per example over its patches (im2col), accumulated per thread. Burn's own weight
+//! gradient convolves the input with the output gradient, batch and channels swapped: on flex,
+//! per input channel, an im2col buffer of B H' W' rows and a GEMM only kh kw columns wide. It took
+//! more than half of a plain cifar10-cnn step (about 165 of 314 ms for a lot of 128 on two cores).
+//! The forward pass and the input's gradient are the backend's own; every other backend, and any
+//! case the flex pass does not cover (groups, asymmetric padding, another dtype), keeps Burn's
+//! weight gradient. A DP step does not reach it: its parameters carry no gradient (the tape
+//! computes per-example gradients), so this is the plain step's cost.
+
+// The extension names Burn's deprecated ndarray backend, the oracle tests' reference, and the
+// code it generates for it cannot carry an attribute of its own.
+#![allow(deprecated)]
+
+use crate::flex_host::contiguous_f32;
+use burn::backend::autodiff::NodeId;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::ops::ModuleOps;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Backend, Flex, backend_extension};
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{Tensor, TensorData};
+use dp_kernels::Patches;
+use dp_kernels::im2col::im2col;
+use rayon::prelude::*;
+
+/// The convolution of x [B, C_in, H, W] with `weight` [C_out, C_in, kh, kw], no bias.
+pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, options: ConvOptions<2>) -> Tensor<4> {
+    let out = <burn::backend::Dispatch as ConvBackend>::dp_conv2d(x.into_dispatch(), weight.into_dispatch(), options);
+    Tensor::from_dispatch(out)
+}
+
+/// The convolution as a backend extension, so that its autodiff step can choose the weight
+/// gradient per backend.
+#[allow(deprecated)] // NdArray: the oracle tests' reference backend.
+#[backend_extension(Flex, NdArray, Cube, Autodiff)]
+pub trait ConvBackend: Backend {
+    /// Burn's convolution of x by `weight`, without bias.
+    fn dp_conv2d(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
+        Self::conv2d(x, weight, None, options)
+    }
+}
+
+/// The weight gradient of the convolution, per backend.
+pub trait ConvWeightGrad: Backend {
+    /// The gradient of `weight` given the output's gradient `grad`: Burn's unless overridden.
+    fn weight_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
+        Self::conv2d_weight_backward(x, weight, grad, options)
+    }
+}
+
+impl ConvBackend for burn::backend::NdArray {}
+impl ConvWeightGrad for burn::backend::NdArray {}
+impl ConvBackend for burn_cubecl::Cube {}
+impl ConvWeightGrad for burn_cubecl::Cube {}
+impl ConvBackend for Flex {}
+
+impl ConvWeightGrad for Flex {
+    fn weight_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
+        match flex_weight_grad(&x, &weight, &grad, &options) {
+            Some(g) => g,
+            None => Self::conv2d_weight_backward(x, weight, grad, options),
+        }
+    }
+}
+
+/// dims of a 4-D flex tensor, None for another rank.
+fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
+    let shape = t.layout().shape();
+    (shape.num_dims() == 4).then(|| std::array::from_fn(|i| shape[i]))
+}
+
+/// Σ_b G_b A_b^T over the examples: G_b [C_out, P] the output gradient of example b, A_b
+/// [C_in kh kw, P] its patches; None where this pass does not apply.
+fn flex_weight_grad(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    grad: &FlexTensor,
+    options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    if options.groups != 1 || options.is_asymmetric() {
+        return None;
+    }
+    let ([b, c_in, h, w], [c_out, c_w, kh, kw], [gb, gc, ho, wo]) = (dims4(x)?, dims4(weight)?, dims4(grad)?);
+    let patches = Patches {
+        kernel: [kh, kw],
+        stride: options.stride,
+        padding: options.padding_begin(),
+        dilation: options.dilation,
+    };
+    if c_w != c_in || gb != b || gc != c_out || patches.output_size([h, w]) != [ho, wo] {
+        return None;
+    }
+    let (x, grad) = (contiguous_f32(x)?, contiguous_f32(grad)?);
+    let (xs, gs) = (x.storage::<f32>(), grad.storage::<f32>());
+    let (k, positions) = (c_in * kh * kw, ho * wo);
+    let sum = (0..b)
+        .into_par_iter()
+        .fold(
+            || vec![0.0f32; c_out * k],
+            |mut acc, e| {
+                let cols = im2col(&xs[e * c_in * h * w..][..c_in * h * w], [1, c_in, h, w], &patches);
+                add_product_transposed(
+                    &mut acc,
+                    &gs[e * c_out * positions..][..c_out * positions],
+                    &cols,
+                    [c_out, positions, k],
+                );
+                acc
+            },
+        )
+        .reduce(
+            || vec![0.0f32; c_out * k],
+            |mut acc, part| {
+                acc.iter_mut().zip(part).for_each(|(a, p)| *a += p);
+                acc
+            },
+        );
+    Some(FlexTensor::from_data(TensorData::new(sum, [c_out, c_in, kh, kw])))
+}
+
+/// acc [m, n] += a [m, inner] b^T, b [n, inner], all row-major; one thread (the caller's
+/// examples are spread over the threads).
+fn add_product_transposed(acc: &mut [f32], a: &[f32], b: &[f32], [m, inner, n]: [usize; 3]) {
+    assert!(acc.len() == m * n && a.len() == m * inner && b.len() == n * inner, "GEMM operand sizes");
+    let stride = |s: usize| isize::try_from(s).expect("a tensor dimension fits isize");
+    // SAFETY: the three slices hold exactly the [m, n], [m, inner] and [inner, n] matrices the
+    // strides describe (checked above): acc row-major, a row-major, and b read transposed (its
+    // element (p, j) is b[j * inner + p]); acc does not alias a or b (a unique borrow).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            inner,
+            acc.as_mut_ptr(),
+            1,
+            stride(n),
+            true,
+            a.as_ptr(),
+            1,
+            stride(inner),
+            b.as_ptr(),
+            stride(inner),
+            1,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// The autodiff step of the convolution: the input's gradient is Burn's, the weight's the
+/// backend's [`ConvWeightGrad`].
+#[derive(Debug)]
+struct DpConv;
+
+impl<B: Backend + ConvWeightGrad> Backward<B, 2> for DpConv {
+    type State = (NodeId, NodeId, ConvOptions<2>);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let [node_x, node_weight] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let (x_state, weight_state, options) = ops.state;
+        let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
+        let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
+        if let Some(node) = node_x {
+            let g = B::conv2d_x_backward(x.clone(), weight.clone(), grad.clone(), options.clone());
+            grads.register::<B>(node.id, g);
+        }
+        if let Some(node) = node_weight {
+            grads.register::<B>(node.id, B::weight_grad([x, weight, grad], options));
+        }
+    }
+}
+
+impl<B: Backend + ConvBackend + ConvWeightGrad, C: CheckpointStrategy> ConvBackend for Autodiff<B, C> {
+    fn dp_conv2d(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
+        match DpConv.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let weight_state = prep.checkpoint(&weight);
+                let out = B::dp_conv2d(x.into_primitive(), weight.into_primitive(), options.clone());
+                prep.finish((x_state, weight_state, options), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::dp_conv2d(x.into_primitive(), weight.into_primitive(), options)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor_io::to_host;
+    use burn::tensor::Device;
+
+    /// Output, input gradient and weight gradient of `conv` on `device`, the loss weighting
+    /// output i by i mod 5 - 2.
+    fn convolved(
+        conv: &dyn Fn(Tensor<4>, Tensor<4>) -> Tensor<4>,
+        x: (&[f32], [usize; 4]),
+        w: (&[f32], [usize; 4]),
+        device: &Device,
+    ) -> [Vec<f32>; 3] {
+        let device = device.clone().autodiff();
+        let x = Tensor::<4>::from_data(TensorData::new(x.0.to_vec(), x.1), &device).require_grad();
+        let w = Tensor::<4>::from_data(TensorData::new(w.0.to_vec(), w.1), &device).require_grad();
+        let y = conv(x.clone(), w.clone());
+        let n = y.shape().num_elements();
+        let weights = (0..n).map(|i| (i % 5) as f32 - 2.0).collect::<Vec<_>>();
+        let grads = (y.clone() * Tensor::<4>::from_data(TensorData::new(weights, y.dims()), &device)).sum().backward();
+        [
+            to_host(&y.inner()),
+            to_host(&x.grad(&grads).expect("an input gradient")),
+            to_host(&w.grad(&grads).expect("a weight gradient")),
+        ]
+    }
+
+    /// On flex (the GEMM pass), ndarray and wgpu (lavapipe in CI).
+    #[test]
+    fn the_extension_equals_burns_convolution_forward_and_backward() {
+        let reference = Device::ndarray();
+        // Geometries of the zoo's layers and the odd ones: stride, padding, dilation, a 1x1 kernel.
+        for (shape, c_out, kernel, stride, padding, dilation) in [
+            ([3, 2, 9, 8], 4, [3, 3], [1, 1], [1, 1], [1, 1]),
+            ([2, 3, 11, 10], 5, [3, 2], [2, 1], [0, 1], [1, 1]),
+            ([2, 2, 12, 12], 3, [3, 3], [2, 2], [2, 2], [2, 2]),
+            ([4, 6, 5, 5], 2, [1, 1], [1, 1], [0, 0], [1, 1]),
+        ] {
+            let x: Vec<f32> =
+                (0..shape.iter().product::<usize>()).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect();
+            let w_shape = [c_out, shape[1], kernel[0], kernel[1]];
+            let w: Vec<f32> =
+                (0..w_shape.iter().product::<usize>()).map(|i| ((i * 13 % 17) as f32 - 8.0) / 9.0).collect();
+            let options = ConvOptions::new(stride, padding, dilation, 1);
+            let ours = |x: Tensor<4>, w: Tensor<4>| conv2d(x, w, options.clone());
+            let burns = |x: Tensor<4>, w: Tensor<4>| burn::tensor::module::conv2d(x, w, None, options.clone());
+            let want = convolved(&burns, (&x, shape), (&w, w_shape), &reference);
+            // wgpu runs Burn's own passes: one geometry checks the wiring (lavapipe is slow).
+            let wgpu = dp_kernels::wgpu_probe::wgpu_for_tests().filter(|_| kernel == [3, 3] && stride == [1, 1]);
+            let devices = [Some(Device::flex()), Some(reference.clone()), wgpu];
+            for device in devices.into_iter().flatten() {
+                let got = convolved(&ours, (&x, shape), (&w, w_shape), &device);
+                for (part, (g, e)) in ["output", "input gradient", "weight gradient"].iter().zip(got.iter().zip(&want))
+                {
+                    let worst = g.iter().zip(e).map(|(a, b)| (a - b).abs() / b.abs().max(1.0)).fold(0.0f32, f32::max);
+                    assert!(
+                        worst < 1e-5,
+                        "{part} of {shape:?} k {kernel:?} s {stride:?} p {padding:?} d {dilation:?} on {device:?}: {worst:e}"
+                    );
+                }
+            }
+        }
+    }
+}
