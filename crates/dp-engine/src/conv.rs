@@ -12,7 +12,7 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
-use crate::flex_host::contiguous_f32;
+use crate::flex_host::{contiguous_f32, dims};
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -68,12 +68,6 @@ impl ConvWeightGrad for Flex {
     }
 }
 
-/// dims of a 4-D flex tensor, None for another rank.
-fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
-    let shape = t.layout().shape();
-    (shape.num_dims() == 4).then(|| std::array::from_fn(|i| shape[i]))
-}
-
 /// Σ_b G_b A_b^T over the examples: G_b [C_out, P] the output gradient of example b, A_b
 /// [C_in kh kw, P] its patches; None where this pass does not apply.
 fn flex_weight_grad(
@@ -85,7 +79,7 @@ fn flex_weight_grad(
     if options.groups != 1 || options.is_asymmetric() {
         return None;
     }
-    let ([b, c_in, h, w], [c_out, c_w, kh, kw], [gb, gc, ho, wo]) = (dims4(x)?, dims4(weight)?, dims4(grad)?);
+    let ([b, c_in, h, w], [c_out, c_w, kh, kw], [gb, gc, ho, wo]) = (dims(x)?, dims(weight)?, dims(grad)?);
     let patches = Patches {
         kernel: [kh, kw],
         stride: options.stride,

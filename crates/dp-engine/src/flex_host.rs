@@ -1,5 +1,6 @@
-//! Host access to flex tensors for the engine's own CPU passes (pooling, normalisation, tanh):
-//! their f32 values as one slice that covers exactly the tensor.
+//! Host access to flex tensors for the engine's own CPU passes (pooling, normalisation, tanh,
+//! the convolution's weight gradient): their shape as an array, and their f32 values as one
+//! slice that covers exactly the tensor.
 
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
@@ -10,4 +11,11 @@ use burn::tensor::DType;
 /// for another dtype, which the caller hands to Burn's own operation.
 pub(crate) fn contiguous_f32(x: &FloatTensor<Flex>) -> Option<FlexTensor> {
     (x.dtype() == DType::F32).then(|| x.clone().to_contiguous())
+}
+
+/// The dimensions of a rank-`D` tensor; None for another rank, which the caller hands to Burn's
+/// own operation.
+pub(crate) fn dims<const D: usize>(x: &FlexTensor) -> Option<[usize; D]> {
+    let shape = x.layout().shape();
+    (shape.num_dims() == D).then(|| std::array::from_fn(|i| shape[i]))
 }

@@ -11,7 +11,7 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
-use crate::flex_host::contiguous_f32;
+use crate::flex_host::{contiguous_f32, dims};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -92,11 +92,8 @@ fn row_sum(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) -> f64 {
 
 /// The rows of a 3-D f32 flex tensor, contiguous, with their length; None for any other tensor.
 fn flex_rows(x: &FloatTensor<Flex>) -> Option<(FlexTensor, [usize; 3])> {
-    let shape = x.layout().shape().clone();
-    if shape.num_dims() != 3 || shape[2] == 0 {
-        return None;
-    }
-    Some((contiguous_f32(x)?, std::array::from_fn(|i| shape[i])))
+    let shape = dims::<3>(x).filter(|s| s[2] > 0)?;
+    Some((contiguous_f32(x)?, shape))
 }
 
 impl NormalizeBackend for Flex {

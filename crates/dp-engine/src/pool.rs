@@ -10,7 +10,7 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
-use crate::flex_host::contiguous_f32;
+use crate::flex_host::{contiguous_f32, dims};
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -135,12 +135,8 @@ fn host_pool(x: &[f32], [b, c, h, w]: [usize; 4], kernel: usize, stride: usize) 
 /// Flex's pooling through the specialised pass (f32, windows inside the input); other cases
 /// take Burn's.
 fn flex_pool(x: FloatTensor<Flex>, kernel: usize, stride: usize) -> Option<(FloatTensor<Flex>, IntTensor<Flex>)> {
-    let shape = x.layout().shape().clone();
-    if shape.num_dims() != 4 || kernel == 0 || stride == 0 {
-        return None;
-    }
-    let dims: [usize; 4] = std::array::from_fn(|i| shape[i]);
-    if dims[2] < kernel || dims[3] < kernel {
+    let dims = dims::<4>(&x)?;
+    if kernel == 0 || stride == 0 || dims[2] < kernel || dims[3] < kernel {
         return None;
     }
     let x = contiguous_f32(&x)?;
