@@ -28,10 +28,16 @@ impl Patches {
         })
     }
 
-    /// The input row (or column, `axis` 1) that output position `out` reads at kernel offset
-    /// `k`, or None in the padding.
-    fn source(&self, axis: usize, out: usize, k: usize, size: usize) -> Option<usize> {
-        (out * self.stride[axis] + k * self.dilation[axis]).checked_sub(self.padding[axis]).filter(|&i| i < size)
+    /// The output positions along `axis` (0 rows, 1 columns) whose kernel offset `k` reads
+    /// inside an input of `size` (the others read the padding): lo..hi of 0..`out`.
+    fn inside(&self, axis: usize, k: usize, size: usize, out: usize) -> std::ops::Range<usize> {
+        let (s, offset, pad) = (self.stride[axis], k * self.dilation[axis], self.padding[axis]);
+        let lo = pad.saturating_sub(offset).div_ceil(s).min(out);
+        let hi = match (size + pad).checked_sub(offset + 1) {
+            Some(last) => (last / s + 1).min(out),
+            None => 0,
+        };
+        lo..hi.max(lo)
     }
 }
 
@@ -39,27 +45,48 @@ impl Patches {
 pub fn im2col(x: &[f32], shape: [usize; 4], p: &Patches) -> Vec<f32> {
     let [b, c, h, w] = shape;
     let [ho, wo] = p.output_size([h, w]);
-    let [kh, kw] = p.kernel;
-    let positions = ho * wo;
-    let mut out = vec![0.0f32; b * c * kh * kw * positions];
+    let per_example = c * p.kernel[0] * p.kernel[1] * ho * wo;
+    let mut out = vec![0.0f32; b * per_example];
     if out.is_empty() {
         return out;
     }
-    out.par_chunks_mut(c * kh * kw * positions).enumerate().for_each(|(example, patches)| {
-        for (row, target) in patches.chunks_mut(positions).enumerate() {
-            let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
-            let plane = &x[(example * c + channel) * h * w..][..h * w];
-            for oy in 0..ho {
-                let Some(iy) = p.source(0, oy, ki, h) else { continue };
-                for ox in 0..wo {
-                    if let Some(ix) = p.source(1, ox, kj, w) {
-                        target[oy * wo + ox] = plane[iy * w + ix];
-                    }
-                }
-            }
-        }
+    out.par_chunks_mut(per_example).zip(x.par_chunks(c * h * w)).for_each(|(patches, x)| {
+        unfold_example(x, [c, h, w], p, patches);
     });
     out
+}
+
+/// Writes every element of one example's patches (x [C, H, W] values of `shape`) into `out`
+/// [C*kh*kw, H'*W'], zeros where a patch reaches into the padding: each output line one copy
+/// (strided reads where the stride is above one), no test per element.
+pub fn unfold_example(x: &[f32], shape: [usize; 3], p: &Patches, out: &mut [f32]) {
+    let [c, h, w] = shape;
+    let [ho, wo] = p.output_size([h, w]);
+    let [kh, kw] = p.kernel;
+    assert!(x.len() == c * h * w && out.len() == c * kh * kw * ho * wo, "im2col operand sizes");
+    if out.is_empty() {
+        return;
+    }
+    for (row, target) in out.chunks_mut(ho * wo).enumerate() {
+        let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
+        let plane = &x[channel * h * w..][..h * w];
+        let (rows, cols) = (p.inside(0, ki, h, ho), p.inside(1, kj, w, wo));
+        for (oy, line) in target.chunks_mut(wo).enumerate() {
+            if !rows.contains(&oy) || cols.is_empty() {
+                line.fill(0.0);
+                continue;
+            }
+            line[..cols.start].fill(0.0);
+            line[cols.end..].fill(0.0);
+            let iy = oy * p.stride[0] + ki * p.dilation[0] - p.padding[0];
+            let first = cols.start * p.stride[1] + kj * p.dilation[1] - p.padding[1];
+            let (line, source) = (&mut line[cols.clone()], &plane[iy * w..][first..]);
+            match p.stride[1] {
+                1 => line.copy_from_slice(&source[..line.len()]),
+                s => line.iter_mut().zip(source.iter().step_by(s)).for_each(|(t, &v)| *t = v),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -76,5 +103,57 @@ mod tests {
         let cols = im2col(&x, [1, 1, 3, 4], &p);
         // Row (ki, kj) reads x[oy - 1 + ki][2 kj]: rows above the image are zeros.
         assert_eq!(cols, [0., 1., 5., 9., 0., 3., 7., 11., 1., 5., 9., 0., 3., 7., 11., 0.]);
+    }
+
+    /// The patches by their definition, one element at a time.
+    fn naive(x: &[f32], [b, c, h, w]: [usize; 4], p: &Patches) -> Vec<f32> {
+        let [ho, wo] = p.output_size([h, w]);
+        let [kh, kw] = p.kernel;
+        let mut out = Vec::new();
+        for (e, ch, ki, kj, oy, ox) in indices(b, c, kh, kw, ho, wo) {
+            let iy = (oy * p.stride[0] + ki * p.dilation[0]) as isize - p.padding[0] as isize;
+            let ix = (ox * p.stride[1] + kj * p.dilation[1]) as isize - p.padding[1] as isize;
+            let inside = (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix);
+            out.push(if inside { x[((e * c + ch) * h + iy as usize) * w + ix as usize] } else { 0.0 });
+        }
+        out
+    }
+
+    /// Every (example, channel, ki, kj, oy, ox) in the patches' order.
+    fn indices(
+        b: usize,
+        c: usize,
+        kh: usize,
+        kw: usize,
+        ho: usize,
+        wo: usize,
+    ) -> impl Iterator<Item = (usize, usize, usize, usize, usize, usize)> {
+        (0..b).flat_map(move |e| {
+            (0..c).flat_map(move |ch| {
+                (0..kh).flat_map(move |ki| {
+                    (0..kw)
+                        .flat_map(move |kj| (0..ho).flat_map(move |oy| (0..wo).map(move |ox| (e, ch, ki, kj, oy, ox))))
+                })
+            })
+        })
+    }
+
+    #[test]
+    fn the_patches_equal_their_definition_over_a_grid_of_geometries() {
+        let shape = [2, 2, 5, 6];
+        let x: Vec<f32> = (0..shape.iter().product::<usize>()).map(|v| v as f32 + 1.0).collect();
+        let mut checked = 0;
+        for kernel in [[1, 1], [2, 3], [3, 3], [5, 4]] {
+            for stride in [[1, 1], [2, 1], [1, 3], [2, 2]] {
+                for padding in [[0, 0], [1, 2], [3, 0]] {
+                    for dilation in [[1, 1], [2, 1]] {
+                        let p = Patches { kernel, stride, padding, dilation };
+                        assert_eq!(im2col(&x, shape, &p), naive(&x, shape, &p), "{p:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 96);
     }
 }

@@ -1,9 +1,9 @@
 //! 2-D convolution as a backend extension whose weight gradient, on Burn's flex CPU backend, is
-//! one GEMM per example over its patches (im2col), accumulated per thread. Burn's own weight
-//! gradient convolves the input with the output gradient, batch and channels swapped: on flex,
-//! per input channel, an im2col buffer of B H' W' rows and a GEMM only kh kw columns wide. It took
-//! more than half of a plain cifar10-cnn step (about 165 of 314 ms for a lot of 128 on two cores).
-//! The forward pass and the input's gradient are the backend's own; every other backend, and any
+//! one GEMM per example over its patches (unfolded into one buffer per thread), accumulated per
+//! thread. Burn's own weight gradient convolves the input with the output gradient, batch and
+//! channels swapped: on flex, per input channel, an im2col buffer of B H' W' rows and a GEMM only
+//! kh kw columns wide. It took more than half of a plain cifar10-cnn step (about 165 of 314 ms
+//! for a lot of 128 on two cores). The forward pass and the input's gradient are the backend's own; every other backend, and any
 //! case the flex pass does not cover (groups, asymmetric padding, another dtype), keeps Burn's
 //! weight gradient. A DP step does not reach it: its parameters carry no gradient (the tape
 //! computes per-example gradients), so this is the plain step's cost.
@@ -13,6 +13,7 @@
 #![allow(deprecated)]
 
 use crate::flex_host::{contiguous_f32, dims};
+use crate::host_gemm::{Strided, gemm_into};
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -25,7 +26,7 @@ use burn::backend::{Autodiff, Backend, Flex, backend_extension};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Tensor, TensorData};
 use dp_kernels::Patches;
-use dp_kernels::im2col::im2col;
+use dp_kernels::im2col::unfold_example;
 use rayon::prelude::*;
 
 /// The convolution of x [B, C_in, H, W] with `weight` [C_out, C_in, kh, kw], no bias.
@@ -92,62 +93,29 @@ fn flex_weight_grad(
     let (x, grad) = (contiguous_f32(x)?, contiguous_f32(grad)?);
     let (xs, gs) = (x.storage::<f32>(), grad.storage::<f32>());
     let (k, positions) = (c_in * kh * kw, ho * wo);
+    // Each example adds cols_b G_b^T [K, C_out] (the `gemm` crate's faster orientation here);
+    // the sum is transposed once at the end.
     let sum = (0..b)
         .into_par_iter()
         .fold(
-            || vec![0.0f32; c_out * k],
-            |mut acc, e| {
-                let cols = im2col(&xs[e * c_in * h * w..][..c_in * h * w], [1, c_in, h, w], &patches);
-                add_product_transposed(
-                    &mut acc,
-                    &gs[e * c_out * positions..][..c_out * positions],
-                    &cols,
-                    [c_out, positions, k],
-                );
-                acc
+            || (vec![0.0f32; k * c_out], vec![0.0f32; k * positions]),
+            |(mut acc, mut cols), e| {
+                unfold_example(&xs[e * c_in * h * w..][..c_in * h * w], [c_in, h, w], &patches, &mut cols);
+                let g_t = Strided::transposed(&gs[e * c_out * positions..][..c_out * positions], positions);
+                gemm_into(&mut acc, [k, positions, c_out], Strided::row_major(&cols, positions), g_t, 1.0, true);
+                (acc, cols)
             },
         )
+        .map(|(acc, _)| acc)
         .reduce(
-            || vec![0.0f32; c_out * k],
+            || vec![0.0f32; k * c_out],
             |mut acc, part| {
                 acc.iter_mut().zip(part).for_each(|(a, p)| *a += p);
                 acc
             },
         );
-    Some(FlexTensor::from_data(TensorData::new(sum, [c_out, c_in, kh, kw])))
-}
-
-/// acc [m, n] += a [m, inner] b^T, b [n, inner], all row-major; one thread (the caller's
-/// examples are spread over the threads).
-fn add_product_transposed(acc: &mut [f32], a: &[f32], b: &[f32], [m, inner, n]: [usize; 3]) {
-    assert!(acc.len() == m * n && a.len() == m * inner && b.len() == n * inner, "GEMM operand sizes");
-    let stride = |s: usize| isize::try_from(s).expect("a tensor dimension fits isize");
-    // SAFETY: the three slices hold exactly the [m, n], [m, inner] and [inner, n] matrices the
-    // strides describe (checked above): acc row-major, a row-major, and b read transposed (its
-    // element (p, j) is b[j * inner + p]); acc does not alias a or b (a unique borrow).
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            inner,
-            acc.as_mut_ptr(),
-            1,
-            stride(n),
-            true,
-            a.as_ptr(),
-            1,
-            stride(inner),
-            b.as_ptr(),
-            stride(inner),
-            1,
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
+    let weight: Vec<f32> = (0..c_out * k).map(|i| sum[i % k * c_out + i / k]).collect();
+    Some(FlexTensor::from_data(TensorData::new(weight, [c_out, c_in, kh, kw])))
 }
 
 /// The autodiff step of the convolution: the input's gradient is Burn's, the weight's the

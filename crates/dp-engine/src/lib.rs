@@ -37,6 +37,7 @@ pub mod dp_optimizer;
 pub mod error;
 mod flex_host;
 pub mod grad_sample;
+mod host_gemm;
 pub mod init;
 pub mod loss;
 pub mod lr_schedule;

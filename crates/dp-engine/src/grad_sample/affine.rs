@@ -11,6 +11,10 @@
 //!
 //! The clipped sum is one GEMM over all examples and positions ("book-keeping").
 //!
+//! On flex (the CPU backend) the ghost and materialised norms of an unstandardised layer, and
+//! every clipped sum that is not rank one, run as one GEMM per example on the host
+//! (`host_products`), without the transposed copies and batched results of the tensor path.
+//!
 //! A weight-standardised layer (`DpConv2d` with `standardize`) computes with
 //! W^ = (W - mean) / s per output row (s = sqrt(var + eps), over the row's K inputs), so its
 //! parameter's gradient is J^T g with J^T g = (g - mean(g) - W^ mean(g ∘ W^)) / s per row, exact
@@ -25,7 +29,9 @@
 //! under-estimated by f32 rounding (which would under-clip), at the price of clipping a
 //! gradient whose norm cancels almost entirely a little harder.
 
-use super::{ParamGrad, PerExampleGrads, merge_views, scale_examples, sum_per_example, weighted_sum_examples};
+use super::{
+    ParamGrad, PerExampleGrads, host_products, merge_views, scale_examples, sum_per_example, weighted_sum_examples,
+};
 use crate::error::Result;
 use burn::module::ParamId;
 use burn::tensor::Tensor;
@@ -162,17 +168,9 @@ impl AffineGrads {
         Self { method, standardization: Some(Standardization { w_hat, inv_std, projection }), ..self }
     }
 
-    /// A [B, K] and G [B, N] of a rank-one layer.
-    fn rows(&self) -> (Tensor<2>, Tensor<2>) {
-        let [b, k, _] = self.input.dims();
-        let n = self.grad.dims()[1];
-        (self.input.clone().reshape([b, k]), self.grad.clone().reshape([b, n]))
-    }
-}
-
-impl PerExampleGrads for AffineGrads {
-    fn sq_norms(&mut self) -> Tensor<1> {
-        let weight = match self.method {
+    /// The weight's squared norms [B] by the layer's method, with Burn's tensor operations.
+    fn weight_sq_norms(&mut self) -> Tensor<1> {
+        match self.method {
             NormMethod::RankOne => {
                 let (a, g) = self.rows();
                 sum_per_example(a.square()) * sum_per_example(g.square())
@@ -190,6 +188,29 @@ impl PerExampleGrads for AffineGrads {
                 self.materialized = Some(per_example);
                 sum_per_example(of_weight.square())
             }
+        }
+    }
+
+    /// A [B, K] and G [B, N] of a rank-one layer.
+    fn rows(&self) -> (Tensor<2>, Tensor<2>) {
+        let [b, k, _] = self.input.dims();
+        let n = self.grad.dims()[1];
+        (self.input.clone().reshape([b, k]), self.grad.clone().reshape([b, n]))
+    }
+}
+
+impl PerExampleGrads for AffineGrads {
+    fn sq_norms(&mut self) -> Tensor<1> {
+        let on_host = match self.standardization {
+            None if self.method != NormMethod::RankOne => host_products::sq_norms(&self.input, &self.grad, self.method),
+            _ => None,
+        };
+        let weight = match on_host {
+            Some((norms, materialized)) => {
+                self.materialized = materialized;
+                norms
+            }
+            None => self.weight_sq_norms(),
         };
         match self.bias {
             Some(_) => weight + sum_per_example(self.grad.clone().sum_dim(2).square()),
@@ -216,14 +237,18 @@ impl PerExampleGrads for AffineGrads {
                     WeightLayout::OutputMajor => sum,
                 }
             }
-            _ => {
-                let g = scale_examples(self.grad.clone(), factors).swap_dims(0, 1).reshape([n, b * p]);
-                let a = self.input.clone().swap_dims(1, 2).reshape([b * p, k]);
-                match self.layout {
-                    WeightLayout::InputMajor => a.transpose().matmul(g.transpose()),
-                    WeightLayout::OutputMajor => g.matmul(a),
+            _ => match host_products::weighted_sum(&self.input, &self.grad, factors) {
+                Some(sum) if self.layout == WeightLayout::InputMajor => sum.transpose(),
+                Some(sum) => sum,
+                None => {
+                    let g = scale_examples(self.grad.clone(), factors).swap_dims(0, 1).reshape([n, b * p]);
+                    let a = self.input.clone().swap_dims(1, 2).reshape([b * p, k]);
+                    match self.layout {
+                        WeightLayout::InputMajor => a.transpose().matmul(g.transpose()),
+                        WeightLayout::OutputMajor => g.matmul(a),
+                    }
                 }
-            }
+            },
         };
         let weight = match &self.standardization {
             Some(st) if self.layout == WeightLayout::OutputMajor => {

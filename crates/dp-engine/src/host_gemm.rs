@@ -1,0 +1,122 @@
+//! One thread's GEMM on host slices (the `gemm` crate, which reads any strides, so a transposed
+//! operand costs no copy), with every index checked against its slice before the unsafe call: the
+//! engine's flex passes (the convolution's weight gradient, per-example gradients) run one such
+//! product per example, the examples spread over the threads.
+
+/// A row-major-or-not view of a matrix in a slice: element (i, j) is `values[i * rows + j * cols]`.
+#[derive(Clone, Copy)]
+pub(crate) struct Strided<'a> {
+    /// The slice the matrix lives in.
+    pub values: &'a [f32],
+    /// Step between rows.
+    pub rows: usize,
+    /// Step between columns.
+    pub cols: usize,
+}
+
+impl<'a> Strided<'a> {
+    /// `values` as a row-major matrix `width` columns wide.
+    pub fn row_major(values: &'a [f32], width: usize) -> Self {
+        Self { values, rows: width, cols: 1 }
+    }
+
+    /// `values` as the transpose of a row-major matrix `width` columns wide.
+    pub fn transposed(values: &'a [f32], width: usize) -> Self {
+        Self { values, rows: 1, cols: width }
+    }
+
+    /// The transpose of this view (no copy).
+    pub fn transpose(self) -> Self {
+        Self { rows: self.cols, cols: self.rows, ..self }
+    }
+
+    /// Whether an [r, c] matrix with these strides lies inside the slice.
+    fn holds(&self, [r, c]: [usize; 2]) -> bool {
+        r == 0 || c == 0 || (r - 1) * self.rows + (c - 1) * self.cols < self.values.len()
+    }
+}
+
+/// dst [m, n] (row-major) = dst + `scale` lhs rhs where lhs is [m, inner] and rhs [inner, n]
+/// (`accumulate`), or = `scale` lhs rhs (not).
+pub(crate) fn gemm_into(
+    dst: &mut [f32],
+    [m, inner, n]: [usize; 3],
+    lhs: Strided,
+    rhs: Strided,
+    scale: f32,
+    accumulate: bool,
+) {
+    assert!(dst.len() == m * n && lhs.holds([m, inner]) && rhs.holds([inner, n]), "GEMM operand sizes");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if inner == 0 {
+        if !accumulate {
+            dst.fill(0.0);
+        }
+        return;
+    }
+    let stride = |s: usize| isize::try_from(s).expect("a tensor dimension fits isize");
+    // SAFETY: dst holds exactly the row-major [m, n] matrix and lhs and rhs every element their
+    // strides address (checked above, m, n and inner non-zero); dst is a unique borrow, so it
+    // aliases neither operand.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            inner,
+            dst.as_mut_ptr(),
+            1,
+            stride(n),
+            accumulate,
+            lhs.values.as_ptr(),
+            stride(lhs.cols),
+            stride(lhs.rows),
+            rhs.values.as_ptr(),
+            stride(rhs.cols),
+            stride(rhs.rows),
+            1.0,
+            scale,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The product by its definition.
+    fn naive(m: usize, inner: usize, n: usize, lhs: Strided, rhs: Strided) -> Vec<f32> {
+        let at = |s: &Strided, i: usize, j: usize| s.values[i * s.rows + j * s.cols];
+        (0..m)
+            .flat_map(|i| (0..n).map(move |j| (i, j)))
+            .map(|(i, j)| (0..inner).map(|p| at(&lhs, i, p) * at(&rhs, p, j)).sum())
+            .collect()
+    }
+
+    #[test]
+    fn products_of_plain_and_transposed_operands_accumulate_as_asked() {
+        let (m, inner, n) = (3, 5, 4);
+        let a: Vec<f32> = (0..m * inner).map(|v| v as f32 * 0.5 - 3.0).collect();
+        let b: Vec<f32> = (0..inner * n).map(|v| 2.0 - v as f32 * 0.25).collect();
+        let (lhs, rhs) = (Strided::row_major(&a, inner), Strided::transposed(&b, inner));
+        let want = naive(m, inner, n, lhs, rhs);
+        let mut dst = vec![7.0; m * n];
+        gemm_into(&mut dst, [m, inner, n], lhs, rhs, 2.0, false);
+        dst.iter().zip(&want).for_each(|(d, w)| assert!((d - 2.0 * w).abs() < 1e-4, "{d} vs 2 x {w}"));
+        gemm_into(&mut dst, [m, inner, n], lhs, rhs, -1.0, true);
+        dst.iter().zip(&want).for_each(|(d, w)| assert!((d - w).abs() < 1e-4, "{d} vs {w}"));
+    }
+
+    #[test]
+    #[should_panic(expected = "GEMM operand sizes")]
+    fn an_operand_too_short_for_its_strides_is_refused() {
+        let a = vec![1.0; 5];
+        let mut dst = vec![0.0; 4];
+        gemm_into(&mut dst, [2, 3, 2], Strided::row_major(&a, 3), Strided::row_major(&a, 2), 1.0, false);
+    }
+}
