@@ -145,6 +145,16 @@ fn ndarray_views_are_averaged_then_clipped_as_the_naive_loop_does() {
     check(ModelName::ScatnetLinear, [1, 16, 16], true, &device);
 }
 
+/// flex, what `--device cpu` runs: its per-example products are computed on the host
+/// (`grad_sample::host_products`), over views merged into positions.
+#[test]
+fn flex_views_are_averaged_then_clipped_as_the_naive_loop_does() {
+    let device = backend::cpu().device;
+    check(ModelName::MnistCnn, [1, 16, 16], false, &device);
+    check(ModelName::Cifar10Cnn, [3, 8, 8], true, &device);
+    check(ModelName::Wrn16x4, [1, 4, 4], true, &device);
+}
+
 /// Lavapipe compiles a shader per shape and is slow: one model.
 #[test]
 fn wgpu_views_are_averaged_then_clipped_as_the_naive_loop_does() {
