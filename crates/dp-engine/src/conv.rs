@@ -1,6 +1,6 @@
 //! 2-D convolution as a backend extension whose weight gradient, on Burn's flex CPU backend, is
-//! one GEMM per example over its patches (unfolded into one buffer per thread), accumulated per
-//! thread. Burn's own weight gradient convolves the input with the output gradient, batch and
+//! one GEMM per example over its patches (unfolded into one buffer per part of the examples),
+//! accumulated over fixed parts of the examples. Burn's own weight gradient convolves the input with the output gradient, batch and
 //! channels swapped: on flex, per input channel, an im2col buffer of B H' W' rows and a GEMM only
 //! kh kw columns wide. It took more than half of a plain cifar10-cnn step (about 165 of 314 ms
 //! for a lot of 128 on two cores). The forward pass and the input's gradient are the backend's own; every other backend, and any
@@ -13,7 +13,7 @@
 #![allow(deprecated)]
 
 use crate::flex_host::{contiguous_f32, dims};
-use crate::host_gemm::{Strided, gemm_into};
+use crate::host_gemm::{Strided, gemm_into, sum_over_examples};
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -27,7 +27,6 @@ use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Tensor, TensorData};
 use dp_kernels::Patches;
 use dp_kernels::im2col::unfold_example;
-use rayon::prelude::*;
 
 /// The convolution of x [B, C_in, H, W] with `weight` [C_out, C_in, kh, kw], no bias.
 pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, options: ConvOptions<2>) -> Tensor<4> {
@@ -95,25 +94,14 @@ fn flex_weight_grad(
     let (k, positions) = (c_in * kh * kw, ho * wo);
     // Each example adds cols_b G_b^T [K, C_out] (the `gemm` crate's faster orientation here);
     // the sum is transposed once at the end.
-    let sum = (0..b)
-        .into_par_iter()
-        .fold(
-            || (vec![0.0f32; k * c_out], vec![0.0f32; k * positions]),
-            |(mut acc, mut cols), e| {
-                unfold_example(&xs[e * c_in * h * w..][..c_in * h * w], [c_in, h, w], &patches, &mut cols);
-                let g_t = Strided::transposed(&gs[e * c_out * positions..][..c_out * positions], positions);
-                gemm_into(&mut acc, [k, positions, c_out], Strided::row_major(&cols, positions), g_t, 1.0, true);
-                (acc, cols)
-            },
-        )
-        .map(|(acc, _)| acc)
-        .reduce(
-            || vec![0.0f32; k * c_out],
-            |mut acc, part| {
-                acc.iter_mut().zip(part).for_each(|(a, p)| *a += p);
-                acc
-            },
-        );
+    let sum = sum_over_examples(b, k * c_out, |acc, examples| {
+        let mut cols = vec![0.0f32; k * positions];
+        for e in examples {
+            unfold_example(&xs[e * c_in * h * w..][..c_in * h * w], [c_in, h, w], &patches, &mut cols);
+            let g_t = Strided::transposed(&gs[e * c_out * positions..][..c_out * positions], positions);
+            gemm_into(acc, [k, positions, c_out], Strided::row_major(&cols, positions), g_t, 1.0, true);
+        }
+    });
     let weight: Vec<f32> = (0..c_out * k).map(|i| sum[i % k * c_out + i / k]).collect();
     Some(FlexTensor::from_data(TensorData::new(weight, [c_out, c_in, kh, kw])))
 }

@@ -1,7 +1,14 @@
 //! One thread's GEMM on host slices (the `gemm` crate, which reads any strides, so a transposed
 //! operand costs no copy), with every index checked against its slice before the unsafe call: the
 //! engine's flex passes (the convolution's weight gradient, per-example gradients) run one such
-//! product per example, the examples spread over the threads.
+//! product per example, the examples spread over the threads, and sum them in a fixed order.
+
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// Parts the examples of a sum are split into: enough to keep the threads busy; fixed, so that
+/// the order of the additions does not depend on the threads.
+const PARTS: usize = 16;
 
 /// A row-major-or-not view of a matrix in a slice: element (i, j) is `values[i * rows + j * cols]`.
 #[derive(Clone, Copy)]
@@ -85,6 +92,31 @@ pub(crate) fn gemm_into(
     }
 }
 
+/// The sum over examples 0..`examples` of what `add` accumulates into a zeroed buffer of `len`:
+/// each of [`PARTS`] fixed ranges of examples summed in parallel, the partial sums then added in
+/// order. The result has the same bits whatever the threads do, so a resumed run repeats the
+/// uninterrupted one (a work-stealing reduction adds in whatever order the threads finish).
+pub(crate) fn sum_over_examples(
+    examples: usize,
+    len: usize,
+    add: impl Fn(&mut [f32], Range<usize>) + Sync,
+) -> Vec<f32> {
+    let part = examples.div_ceil(PARTS).max(1);
+    let partials: Vec<Vec<f32>> = (0..examples.div_ceil(part))
+        .into_par_iter()
+        .map(|i| {
+            let mut acc = vec![0.0f32; len];
+            add(&mut acc, i * part..((i + 1) * part).min(examples));
+            acc
+        })
+        .collect();
+    let mut total = vec![0.0f32; len];
+    for partial in partials {
+        total.iter_mut().zip(partial).for_each(|(t, v)| *t += v);
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +142,26 @@ mod tests {
         dst.iter().zip(&want).for_each(|(d, w)| assert!((d - 2.0 * w).abs() < 1e-4, "{d} vs 2 x {w}"));
         gemm_into(&mut dst, [m, inner, n], lhs, rhs, -1.0, true);
         dst.iter().zip(&want).for_each(|(d, w)| assert!((d - w).abs() < 1e-4, "{d} vs {w}"));
+    }
+
+    #[test]
+    fn a_sum_over_examples_visits_each_once_and_repeats_its_bits() {
+        let value = |e: usize| 1.0 / (e as f32 + 3.0);
+        let sum = |n| {
+            sum_over_examples(n, 2, |acc, examples| {
+                for e in examples {
+                    acc[0] += value(e);
+                    acc[1] += 1.0;
+                }
+            })
+        };
+        for n in [0, 1, 15, 16, 17, 1000] {
+            let got = sum(n);
+            assert_eq!(got[1], n as f32, "{n} examples each visited once");
+            let want: f64 = (0..n).map(|e| f64::from(value(e))).sum();
+            assert!((f64::from(got[0]) - want).abs() <= 1e-5 * (1.0 + want), "{n}: {} vs {want}", got[0]);
+            assert!((0..20).all(|_| sum(n)[0].to_bits() == got[0].to_bits()), "{n}: the same bits every time");
+        }
     }
 
     #[test]

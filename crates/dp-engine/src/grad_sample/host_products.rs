@@ -2,14 +2,14 @@
 //! read in place from host memory, one example per task, one GEMM each: a materialised layer's
 //! per-example gradients and their squared norms, a ghost layer's two [P, P] Gram matrices
 //! reduced to its squared norms in one thread's buffer, and the factor-weighted sum accumulated
-//! per thread. Burn's batched matmul copies a transposed operand and writes every example's
+//! over fixed parts of the examples (the same bits on every run). Burn's batched matmul copies a transposed operand and writes every example's
 //! result to memory before it is reduced. Each product is taken as (A_b G_b^T)^T, the orientation
 //! in which the `gemm` crate is fastest on these shapes (the MNIST CNN's first layer: 1.25 ms
 //! against 2.2 for G_b A_b^T). Other backends keep `affine`'s tensor operations (None here).
 
 use super::affine::NormMethod;
 use crate::flex_host::on_flex;
-use crate::host_gemm::{Strided, gemm_into};
+use crate::host_gemm::{Strided, gemm_into, sum_over_examples};
 use burn::tensor::{Device, Tensor, TensorData};
 use rayon::prelude::*;
 
@@ -107,23 +107,12 @@ pub(crate) fn weighted_sum(input: &Tensor<3>, grad: &Tensor<3>, factors: Option<
         if scales.is_some_and(|s| s.len() != b) {
             return None;
         }
-        let sum = (0..b)
-            .into_par_iter()
-            .fold(
-                || vec![0.0f32; k * n],
-                |mut acc, e| {
-                    let (a, g_t) = ops.example(e);
-                    gemm_into(&mut acc, [k, p, n], a, g_t, scales.map_or(1.0, |s| s[e]), true);
-                    acc
-                },
-            )
-            .reduce(
-                || vec![0.0f32; k * n],
-                |mut acc, part| {
-                    acc.iter_mut().zip(part).for_each(|(x, y)| *x += y);
-                    acc
-                },
-            );
+        let sum = sum_over_examples(b, k * n, |acc, examples| {
+            for e in examples {
+                let (a, g_t) = ops.example(e);
+                gemm_into(acc, [k, p, n], a, g_t, scales.map_or(1.0, |s| s[e]), true);
+            }
+        });
         Some((sum, [k, n]))
     })??;
     Some(tensor(sum, [k, n], &device).transpose())
