@@ -135,24 +135,25 @@ fn identical_views_give_the_sum_without_views() {
     check_identical_views(ModelName::Wrn16x4, [1, 4, 4], &device);
 }
 
+/// Every zoo model the oracle covers, on `device`.
+fn check_every_model(device: &Device) {
+    check(ModelName::MnistCnn, [1, 16, 16], false, device);
+    check(ModelName::Cifar10Cnn, [3, 8, 8], true, device);
+    check(ModelName::Logreg, [1, 4, 5], true, device);
+    check(ModelName::Wrn16x4, [1, 4, 4], true, device);
+    check(ModelName::ScatnetLinear, [1, 16, 16], true, device);
+}
+
 #[test]
 fn ndarray_views_are_averaged_then_clipped_as_the_naive_loop_does() {
-    let device = backend::ndarray().device;
-    check(ModelName::MnistCnn, [1, 16, 16], false, &device);
-    check(ModelName::Cifar10Cnn, [3, 8, 8], true, &device);
-    check(ModelName::Logreg, [1, 4, 5], true, &device);
-    check(ModelName::Wrn16x4, [1, 4, 4], true, &device);
-    check(ModelName::ScatnetLinear, [1, 16, 16], true, &device);
+    check_every_model(&backend::ndarray().device);
 }
 
 /// flex, what `--device cpu` runs: its per-example products are computed on the host
 /// (`grad_sample::host_products`), over views merged into positions.
 #[test]
 fn flex_views_are_averaged_then_clipped_as_the_naive_loop_does() {
-    let device = backend::cpu().device;
-    check(ModelName::MnistCnn, [1, 16, 16], false, &device);
-    check(ModelName::Cifar10Cnn, [3, 8, 8], true, &device);
-    check(ModelName::Wrn16x4, [1, 4, 4], true, &device);
+    check_every_model(&backend::cpu().device);
 }
 
 /// Lavapipe compiles a shader per shape and is slow: one model.

@@ -105,37 +105,22 @@ mod tests {
         assert_eq!(cols, [0., 1., 5., 9., 0., 3., 7., 11., 1., 5., 9., 0., 3., 7., 11., 0.]);
     }
 
-    /// The patches by their definition, one element at a time.
+    /// The patches by their definition, one element at a time, in their order.
     fn naive(x: &[f32], [b, c, h, w]: [usize; 4], p: &Patches) -> Vec<f32> {
         let [ho, wo] = p.output_size([h, w]);
         let [kh, kw] = p.kernel;
         let mut out = Vec::new();
-        for (e, ch, ki, kj, oy, ox) in indices(b, c, kh, kw, ho, wo) {
-            let iy = (oy * p.stride[0] + ki * p.dilation[0]) as isize - p.padding[0] as isize;
-            let ix = (ox * p.stride[1] + kj * p.dilation[1]) as isize - p.padding[1] as isize;
-            let inside = (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix);
-            out.push(if inside { x[((e * c + ch) * h + iy as usize) * w + ix as usize] } else { 0.0 });
+        for (e, ch) in (0..b).flat_map(|e| (0..c).map(move |ch| (e, ch))) {
+            for (ki, kj) in (0..kh).flat_map(|ki| (0..kw).map(move |kj| (ki, kj))) {
+                for (oy, ox) in (0..ho).flat_map(|oy| (0..wo).map(move |ox| (oy, ox))) {
+                    let iy = (oy * p.stride[0] + ki * p.dilation[0]) as isize - p.padding[0] as isize;
+                    let ix = (ox * p.stride[1] + kj * p.dilation[1]) as isize - p.padding[1] as isize;
+                    let inside = (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix);
+                    out.push(if inside { x[((e * c + ch) * h + iy as usize) * w + ix as usize] } else { 0.0 });
+                }
+            }
         }
         out
-    }
-
-    /// Every (example, channel, ki, kj, oy, ox) in the patches' order.
-    fn indices(
-        b: usize,
-        c: usize,
-        kh: usize,
-        kw: usize,
-        ho: usize,
-        wo: usize,
-    ) -> impl Iterator<Item = (usize, usize, usize, usize, usize, usize)> {
-        (0..b).flat_map(move |e| {
-            (0..c).flat_map(move |ch| {
-                (0..kh).flat_map(move |ki| {
-                    (0..kw)
-                        .flat_map(move |kj| (0..ho).flat_map(move |oy| (0..wo).map(move |ox| (e, ch, ki, kj, oy, ox))))
-                })
-            })
-        })
     }
 
     #[test]

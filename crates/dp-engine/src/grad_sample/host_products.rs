@@ -2,10 +2,11 @@
 //! read in place from host memory, one example per task, one GEMM each: a materialised layer's
 //! per-example gradients and their squared norms, a ghost layer's two [P, P] Gram matrices
 //! reduced to its squared norms in one thread's buffer, and the factor-weighted sum accumulated
-//! over fixed parts of the examples (the same bits on every run). Burn's batched matmul copies a transposed operand and writes every example's
-//! result to memory before it is reduced. Each product is taken as (A_b G_b^T)^T, the orientation
-//! in which the `gemm` crate is fastest on these shapes (the MNIST CNN's first layer: 1.25 ms
-//! against 2.2 for G_b A_b^T). Other backends keep `affine`'s tensor operations (None here).
+//! over fixed parts of the examples (the same bits on every run). Burn's batched matmul copies a
+//! transposed operand and writes every example's result to memory before it is reduced. Each
+//! product is taken as (A_b G_b^T)^T, the orientation in which the `gemm` crate is fastest on
+//! these shapes (the MNIST CNN's first layer: 1.25 ms against 2.2 for G_b A_b^T). Other backends
+//! keep `affine`'s tensor operations (None here).
 
 use super::affine::NormMethod;
 use crate::flex_host::on_flex;
