@@ -391,13 +391,19 @@ fn check_session(session: &Session, run_dir: &Path) -> Result<()> {
 
 /// The training lots with `--augmult` views of each image (random crops after reflect padding,
 /// mirrored as configured), transformed to ScatterNet features
-/// for a ScatterNet model; None without `--augmult`.
-fn augmented_lots<'a>(config: &TrainConfig, train: &'a ImageDataset) -> Result<Option<AugmentedLots<'a>>> {
+/// for a ScatterNet model; None without `--augmult`. The views are drawn with the run's sampler
+/// key (from the key file on `--resume`), so a resumed run, seeded or not, draws the views the
+/// whole run would have.
+fn augmented_lots<'a>(
+    config: &TrainConfig,
+    train: &'a ImageDataset,
+    keys: &RunKeys,
+) -> Result<Option<AugmentedLots<'a>>> {
     let Some(views) = config.augmult else { return Ok(None) };
     let mirror = config.augment_mirror.unwrap_or(config.dataset.mirrors_keep_labels());
     let padding = config.augment_padding.unwrap_or(dp_data::augment::DEFAULT_PADDING);
     let augmentation = CropFlip::new(padding, mirror, train.shape())?;
-    let lots = AugmentedLots::new(train, augmentation, views, config.seed)?;
+    let lots = AugmentedLots::new(train, augmentation, views, keys.streams().sampler_key().clone())?;
     Ok(Some(if config.model.reads_scattering() { lots.with_features(ScatterNet::new(train.shape())?)? } else { lots }))
 }
 
@@ -452,7 +458,7 @@ pub fn train(
     let model = checked_model(spec, &test_data, rows, config.seed, dev)?;
     let fresh_optimizer = optimizer(config.optimizer(&privacy), config.momentum, config.weight_decay);
     let plain = CrossEntropyLots { data: &train_data };
-    let augmented = augmented_lots(&config, &train_data)?;
+    let augmented = augmented_lots(&config, &train_data, &keys)?;
     let source: &dyn LotSource<ZooModel> = match &augmented {
         Some(lots) => lots,
         None => &plain,

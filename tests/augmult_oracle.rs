@@ -11,8 +11,8 @@ mod oracle;
 
 use burn::module::Module;
 use burn::tensor::Device;
-use dp_data::CropFlip;
 use dp_data::image_dataset::{ImageDataset, Normalization as PixelNormalization};
+use dp_data::{CropFlip, SecretKey};
 use dp_engine::activation::Activation;
 use dp_engine::augmented_lots::AugmentedLots;
 use dp_engine::backend;
@@ -43,7 +43,7 @@ fn data(shape: [usize; 3], rng: &mut ChaCha20Rng) -> ImageDataset {
 /// The lots of `data` with VIEWS views, padding 2, at step 5; through ScatterNet when `scatter`.
 fn lots(data: &ImageDataset, flip: bool, scatter: bool) -> AugmentedLots<'_> {
     let augmentation = CropFlip::new(2, flip, data.shape()).unwrap();
-    let lots = AugmentedLots::new(data, augmentation, VIEWS, Some(9)).unwrap();
+    let lots = AugmentedLots::new(data, augmentation, VIEWS, SecretKey::from_seed(9)).unwrap();
     LotSource::<ZooModel>::at_step(&lots, 5);
     if scatter { lots.with_features(ScatterNet::new(data.shape()).unwrap()).unwrap() } else { lots }
 }
@@ -114,7 +114,8 @@ fn check_identical_views(name: ModelName, shape: [usize; 3], device: &Device) {
     let table = ParamTable::of(&model).unwrap();
     let lot = [6, 0, 3, 5, 1, 2, 4];
     let clip = Some(ClipSpec { clip_norm: 0.05, clipping: Clipping::Flat, layers: table.layers().len() });
-    let copies = AugmentedLots::new(&data, CropFlip::new(0, false, shape).unwrap(), VIEWS, Some(1)).unwrap();
+    let copies =
+        AugmentedLots::new(&data, CropFlip::new(0, false, shape).unwrap(), VIEWS, SecretKey::from_seed(1)).unwrap();
     let batching = Batching { size: 4 * VIEWS, granule: 1 };
     let (grouped, _) = lot_sum(&model, &copies, &lot, batching, &table, clip, device).unwrap();
     let plain = CrossEntropyLots { data: &data };

@@ -295,11 +295,18 @@ fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
     );
 }
 
-/// A seeded two-epoch run of a two-layer mlp, checkpointing every step.
-fn mlp_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
+/// An unseeded two-epoch run of a two-layer mlp, checkpointing every step.
+fn unseeded_mlp_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
     let mut args = base_args(data, out);
     args[8] = "mlp";
-    args.extend(["--hidden", "16", "--epochs", "2", "--seed", "4", "--checkpoint-every", "1"]);
+    args.extend(["--hidden", "16", "--epochs", "2", "--checkpoint-every", "1"]);
+    args
+}
+
+/// [`unseeded_mlp_args`] with `--seed 4`.
+fn mlp_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
+    let mut args = unseeded_mlp_args(data, out);
+    args.extend(["--seed", "4"]);
     args
 }
 
@@ -419,6 +426,33 @@ fn every_mechanism_resumes_exactly_where_the_whole_run_ends() {
     assert!(checkpoint(&out)["state"]["allocation"].is_array());
     tamper(&out, &|h| h["state"]["allocation"] = Value::Null);
     one_line_error(&dptrain(&[args.clone(), vec!["--resume"]].concat()), "allocation");
+}
+
+/// An unseeded run with augmented views, stopped, copied and resumed twice: both copies end at
+/// the same model, so the views (like the lots and the noise) come from the run folder's keys,
+/// not from a generator the resuming process draws afresh.
+#[test]
+fn an_unseeded_run_resumes_with_its_own_views() {
+    let (tmp, data) = temp_with_dataset(300);
+    let d = data.to_str().unwrap();
+    let first = tmp.path().join("first");
+    let second = tmp.path().join("second");
+    let args = |out: &Path, session: &[&str]| {
+        let mut args: Vec<String> = unseeded_mlp_args(d, out.to_str().unwrap()).into_iter().map(String::from).collect();
+        args.extend(["-z", "1.1", "--augmult", "3"].into_iter().chain(session.iter().copied()).map(String::from));
+        args
+    };
+    let stop = dptrain(&args(&first, &["--stop-after", "5"]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    std::fs::create_dir(&second).unwrap();
+    for entry in std::fs::read_dir(&first).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, second.join(path.file_name().unwrap())).unwrap();
+    }
+    let resume = |out: &Path| train_json(args(out, &["--resume"]).iter().map(String::as_str).collect(), out);
+    let ((a, a_ckpt), (b, b_ckpt)) = (resume(&first), resume(&second));
+    assert_eq!(a_ckpt["values_digest"], b_ckpt["values_digest"], "two resumes of one run drew other views");
+    assert_eq!(a["test_accuracy"], b["test_accuracy"]);
 }
 
 /// The one-run audit of a training run (`--audit-canaries`): white-box canaries with every lot

@@ -5,8 +5,9 @@
 //! compute grows K-fold. Views are cut on the host (`dp_data::CropFlip`) and, for a ScatterNet
 //! model, transformed on the batch's device (`ScatterNet::apply`). A view's placement is a
 //! function of the key, the step (which `DpOptimizer::step` tells the source, `LotSource::at_step`)
-//! and the example, never of which batch the example fell in, so a seeded run resumed at any
-//! step draws the same views as one that never stopped.
+//! and the example, never of which batch the example fell in, so a run resumed at any step draws
+//! the same views as one that never stopped, as long as it is given the same key (dptrain keeps
+//! it in the run folder's key file: an unseeded run resumes with its views too).
 
 use crate::classifier::{ImageClassifier, scored};
 use crate::error::{EngineError, Result};
@@ -45,10 +46,11 @@ pub struct AugmentedLots<'a> {
 }
 
 impl<'a> AugmentedLots<'a> {
-    /// `views` views of each image of `data` drawn as `augmentation` says, from a generator keyed
-    /// by `seed` (a reproducible run) or by the OS. Refused for no views, more than
-    /// [`MAX_VIEWS`], or an augmentation of other images than `data`'s.
-    pub fn new(data: &'a ImageDataset, augmentation: CropFlip, views: usize, seed: Option<u64>) -> Result<Self> {
+    /// `views` views of each image of `data` drawn as `augmentation` says, from the stream
+    /// [`AUGMENT_STREAM`] of `key` (a run's sampler key: `SecretKey::from_seed` for a
+    /// reproducible run). Refused for no views, more than [`MAX_VIEWS`], or an augmentation of
+    /// other images than `data`'s.
+    pub fn new(data: &'a ImageDataset, augmentation: CropFlip, views: usize, key: SecretKey) -> Result<Self> {
         check_views(views)?;
         if augmentation.shape() != data.shape() {
             return Err(EngineError::invalid(
@@ -56,7 +58,6 @@ impl<'a> AugmentedLots<'a> {
                 format!("views of {:?} images, for a data set of {:?}", augmentation.shape(), data.shape()),
             ));
         }
-        let key = SecretKey::for_run(seed);
         Ok(Self { data, augmentation, views, key, step: AtomicU64::new(0), features: None })
     }
 

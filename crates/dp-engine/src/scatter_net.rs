@@ -7,13 +7,13 @@
 //! app caches it).
 
 use crate::error::{EngineError, Result};
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData};
 use dp_kernels::backend::SelectedDevice;
 use dp_kernels::scattering::Scattering2d;
 use dp_kernels::scattering::on_device::DeviceScattering;
 use dp_kernels::tensor_io::to_host;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Image channels transformed at once on the device (bounds memory: about 2 MB each for
 /// 28 x 28 images).
@@ -24,12 +24,17 @@ const J: usize = 2;
 /// Angles of the transform.
 const L: usize = 8;
 
+/// The transform's filters and DFT matrices on the device it last ran on, kept so that each
+/// batch of views does not upload them again.
+type OnDevice = Arc<Mutex<Option<(Device, Arc<DeviceScattering>)>>>;
+
 /// The scattering transform of `channels` x height x width images; cheap to clone, so a model
 /// can hold it as a `#[module(skip)]` field.
 #[derive(Clone)]
 pub struct ScatterNet {
     transform: Arc<Scattering2d>,
     input: [usize; 3],
+    on_device: OnDevice,
 }
 
 impl fmt::Debug for ScatterNet {
@@ -45,7 +50,7 @@ impl ScatterNet {
         let transform = Scattering2d::new(input[1], input[2], J, L).filter(|_| input[0] > 0).ok_or_else(|| {
             EngineError::invalid("scatter net", format!("images of {input:?} are too small for {J} scales"))
         })?;
-        Ok(Self { transform: Arc::new(transform), input })
+        Ok(Self { transform: Arc::new(transform), input, on_device: OnDevice::default() })
     }
 
     /// [81 channels per image channel, height / 4 - ..., width / 4 - ...] of the features.
@@ -89,13 +94,28 @@ impl ScatterNet {
     /// [B C, 81, H', W'].
     fn on_device(&self, images: Tensor<4>, chunk: usize) -> Tensor<4> {
         let [b, c, h, w] = images.dims();
-        let on_device = DeviceScattering::new(&self.transform, &images.device());
+        let on_device = self.device_form(&images.device());
         let planes = images.detach().inner().reshape([b * c, h, w]);
         let chunks: Vec<Tensor<4>> = (0..b * c)
             .step_by(chunk.max(1))
             .map(|at| on_device.apply(planes.clone().narrow(0, at, chunk.max(1).min(b * c - at))))
             .collect();
         Tensor::cat(chunks, 0)
+    }
+
+    /// The transform on `device`: the one kept from the last call when it ran there, else built
+    /// (and kept).
+    fn device_form(&self, device: &Device) -> Arc<DeviceScattering> {
+        // A poisoned lock only means another thread panicked while replacing the kept form.
+        let mut kept = self.on_device.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match kept.as_ref() {
+            Some((on, form)) if on == device => form.clone(),
+            _ => {
+                let form = Arc::new(DeviceScattering::new(&self.transform, device));
+                *kept = Some((device.clone(), form.clone()));
+                form
+            }
+        }
     }
 
     /// The features of host images (examples of `[C, H, W]`, concatenated), in parallel and in
@@ -110,7 +130,6 @@ impl ScatterNet {
 mod tests {
     use super::*;
     use crate::backend;
-    use burn::tensor::Device;
 
     /// `got` [B, 162, 7, 7] for the two-channel `values` against the host transform of three of
     /// their image channels.
@@ -150,7 +169,8 @@ mod tests {
     }
 
     /// The device form in chunks of 4 image channels (6 in all: the second chunk is short), on
-    /// ndarray and on wgpu (lavapipe in CI).
+    /// ndarray and on wgpu (lavapipe in CI), by one transform: its form is kept while the device
+    /// stays and built again when it changes.
     #[test]
     fn the_device_form_in_chunks_gives_the_host_features() {
         let net = ScatterNet::new([2, 28, 28]).unwrap();
@@ -159,6 +179,7 @@ mod tests {
             let (values, batch) = images(3, &device);
             let got = to_host(&net.on_device(batch, 4).reshape([3, 162, 7, 7]));
             check_planes(&got, &values, [(0, 0), (1, 1), (2, 1)]);
+            assert!(Arc::ptr_eq(&net.device_form(&device), &net.device_form(&device)), "built again");
         }
     }
 }
