@@ -195,7 +195,7 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
         ImageDataset::new(pixels, labels, input, config.classes, normalization)?
     };
     let source = CrossEntropyLots { data: &data };
-    let batching = Batching::for_backend(config.batch_size, device.backend);
+    let batching = Batching::for_device(config.batch_size, device);
     let model = build(config.model, input, config.classes, &mut rng, dev)?.train();
     let table = ParamTable::of(&model)?;
     let mut contenders = config

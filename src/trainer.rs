@@ -450,7 +450,7 @@ pub fn train(
         normalization: config.normalization,
     };
     let dev = &device.device;
-    let batching = Batching::for_backend(config.batch_size, device.backend);
+    let batching = Batching::for_device(config.batch_size, device);
     // The model reads what it is evaluated on: a ScatterNet model's features even where the
     // training set is images (transformed view by view). A physical batch holds at least one
     // example's views, beyond --batch-size when they outnumber it.

@@ -198,6 +198,14 @@ fn an_absurd_bench_lot_is_refused_before_allocation() {
     one_line_error(&out, "lot size");
 }
 
+/// `--device cuda` in a build without the `cuda` feature says, in one line, how to get one.
+#[test]
+#[cfg(not(feature = "cuda"))]
+fn cuda_in_a_build_without_it_says_how_to_build_it() {
+    let out = dptrain(&["bench", "--model", "logreg", "--lot-size", "16", "--device", "cuda"]);
+    one_line_error(&out, "--features cuda");
+}
+
 /// A physical batch holds at least one example's views: 256 views of wrn-16-4 are counted
 /// against the memory budget even with --batch-size 1, and refused before anything runs.
 #[test]

@@ -1,6 +1,7 @@
 //! Choosing the device at run time: Burn's flex CPU backend (`cpu`), the deprecated ndarray
-//! backend kept as the oracle tests' reference (`ndarray`), or wgpu (a real GPU, or Mesa's
-//! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path).
+//! backend kept as the oracle tests' reference (`ndarray`), wgpu (a real GPU, or Mesa's
+//! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path), or
+//! CUDA in a build with the `cuda` feature (an NVIDIA GPU; wgpu stays the default).
 
 use burn::backend::DispatchDevice;
 use burn::tensor::Device;
@@ -18,6 +19,8 @@ pub enum DeviceChoice {
     Ndarray,
     /// wgpu on its default adapter (a GPU, or lavapipe).
     Wgpu,
+    /// The first CUDA device, in a build with the `cuda` feature (refused in one line without).
+    Cuda,
 }
 
 /// A device that could not be opened (the message says why).
@@ -30,7 +33,7 @@ pub struct DeviceError(pub String);
 pub struct SelectedDevice {
     /// The Burn device (without autodiff).
     pub device: Device,
-    /// "cpu", "ndarray" or "wgpu".
+    /// "cpu", "ndarray", "wgpu" or "cuda".
     pub backend: &'static str,
     /// The adapter's name.
     pub name: String,
@@ -41,14 +44,29 @@ pub struct SelectedDevice {
 /// Opens the default wgpu adapter and reports whether it is a physical GPU.
 fn open_wgpu() -> Result<SelectedDevice, DeviceError> {
     let (device, identity) = crate::wgpu_probe::open_wgpu().map_err(DeviceError)?;
-    Ok(wgpu(device, identity))
+    Ok(cube(device, "wgpu", identity))
 }
 
-/// A wgpu device with its adapter's name and whether it is physical hardware, as far as the
-/// adapter says.
-fn wgpu(device: Device, identity: Option<(String, bool)>) -> SelectedDevice {
+/// Opens the first CUDA device, or says why not (a build without the `cuda` feature, or no
+/// NVIDIA driver).
+fn open_cuda() -> Result<SelectedDevice, DeviceError> {
+    #[cfg(feature = "cuda")]
+    return crate::wgpu_probe::open_cuda()
+        .map(|(device, identity)| cube(device, "cuda", identity))
+        .map_err(DeviceError);
+    #[cfg(not(feature = "cuda"))]
+    Err(DeviceError(
+        "this dptrain was built without CUDA: build it with `cargo build --release --features cuda` \
+         (needs an NVIDIA GPU and driver to run), or use --device wgpu"
+            .into(),
+    ))
+}
+
+/// A CubeCL device of `backend` ("wgpu" or "cuda") with its adapter's name and whether it is
+/// physical hardware, as far as the adapter says.
+fn cube(device: Device, backend: &'static str, identity: Option<(String, bool)>) -> SelectedDevice {
     let (name, hardware) = identity.unwrap_or_else(|| ("unknown adapter".into(), false));
-    SelectedDevice { device, backend: "wgpu", name, hardware }
+    SelectedDevice { device, backend, name, hardware }
 }
 
 /// The number of threads a CPU backend runs on.
@@ -86,6 +104,7 @@ impl DeviceChoice {
             DeviceChoice::Cpu => Ok(cpu()),
             DeviceChoice::Ndarray => Ok(ndarray()),
             DeviceChoice::Wgpu => open_wgpu(),
+            DeviceChoice::Cuda => open_cuda(),
             DeviceChoice::Auto => Ok(open_wgpu().ok().filter(|d| d.hardware).unwrap_or_else(cpu)),
         }
     }
@@ -100,11 +119,27 @@ impl SelectedDevice {
         match device.as_dispatch() {
             DispatchDevice::Flex(_) => cpu(),
             DispatchDevice::NdArray(_) => ndarray(),
-            _ => {
+            other => {
+                #[cfg(feature = "cuda")]
+                let backend = match other {
+                    DispatchDevice::Cube(burn_cubecl::CubeDevice::Cuda(_)) => "cuda",
+                    _ => "wgpu",
+                };
+                #[cfg(not(feature = "cuda"))]
+                let backend = {
+                    let _ = other;
+                    "wgpu"
+                };
                 let identity = device.identity().map(|id| (id.name, id.physical.is_some()));
-                wgpu(device, identity)
+                cube(device, backend, identity)
             }
         }
+    }
+
+    /// True on a CubeCL device (wgpu or cuda): the DP kernels run there, and every new tensor
+    /// shape compiles kernels, so batches are padded to a few shapes.
+    pub fn is_cube(&self) -> bool {
+        matches!(self.backend, "wgpu" | "cuda")
     }
 }
 

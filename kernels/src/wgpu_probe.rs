@@ -1,31 +1,48 @@
-//! Opening wgpu's default adapter without a panic trace: wgpu panics where no adapter exists at
-//! all (no Vulkan driver); that becomes an error the caller can report or skip on. Before the
-//! first device opens, CubeCL's caches (autotune results, compiled kernels) are pointed at the
-//! user's cache directory, so that a second run on a machine starts from them wherever it runs
-//! (CubeCL's default is a `target/` folder above the current directory, or none).
+//! Opening a GPU device without a panic trace: wgpu panics where no adapter exists at all (no
+//! Vulkan driver), and CUDA where no driver library loads; that becomes an error the caller can
+//! report or skip on. Before the first device opens, CubeCL's caches (autotune results, compiled
+//! kernels) are pointed at the user's cache directory, so that a second run on a machine starts
+//! from them wherever it runs (CubeCL's default is a `target/` folder above the current
+//! directory, or none).
 
 use burn::tensor::{Device, DeviceKind};
 use burn_cubecl::cubecl::config::cache::CacheConfig;
 use burn_cubecl::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-/// The default wgpu device with its adapter's name and whether it is physical hardware (None when
-/// the adapter says nothing), or an error saying how to get one.
-pub fn open_wgpu() -> Result<(Device, Option<(String, bool)>), String> {
+/// A GPU device with its adapter's name and whether it is physical hardware (None when the
+/// adapter says nothing).
+type Opened = (Device, Option<(String, bool)>);
+
+/// The default wgpu device, or an error saying how to get one.
+pub fn open_wgpu() -> Result<Opened, String> {
+    open_quietly(|| Device::wgpu(DeviceKind::DefaultDevice)).ok_or_else(|| {
+        "no wgpu adapter could be opened (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers, or use --device cpu)"
+            .to_string()
+    })
+}
+
+/// The first CUDA device, or an error saying how to get one.
+#[cfg(feature = "cuda")]
+pub fn open_cuda() -> Result<Opened, String> {
+    open_quietly(|| Device::cuda(0)).ok_or_else(|| {
+        "no CUDA device could be opened (an NVIDIA GPU and its driver are needed; or use --device wgpu)".to_string()
+    })
+}
+
+/// The device `open` gives, with its identity (which opens it), or None where that panicked.
+fn open_quietly(open: impl Fn() -> Device) -> Option<Opened> {
     persistent_caches();
-    // Silence the panic message while probing: a missing adapter is reported as an error below.
+    // Silence the panic message while probing: the caller reports a missing device as an error.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let opened = catch_unwind(AssertUnwindSafe(|| {
-        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        let device = open();
         let identity = device.identity().map(|id| (id.name, id.physical.is_some()));
         (device, identity)
     }));
     std::panic::set_hook(hook);
-    opened.map_err(|_| {
-        "no wgpu adapter could be opened (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers, or use --device cpu)"
-            .to_string()
-    })
+    opened.ok()
 }
 
 /// CubeCL's configuration (a `cubecl.toml` found above the current directory, and its environment

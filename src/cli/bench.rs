@@ -50,7 +50,7 @@ pub struct BenchArgs {
     #[arg(long)]
     batch_size: Option<usize>,
 
-    /// Device: auto, cpu or wgpu.
+    /// Device: auto, cpu, ndarray, wgpu or cuda (a build with `--features cuda`).
     #[arg(long, value_parser = parse::<DeviceChoice>, default_value = "auto")]
     device: DeviceChoice,
 
@@ -132,7 +132,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "device {device_name}; median ms per lot of {} timed lots after {} warm-up",
             args.iterations, args.warmup
         );
-        print_table(&rows, &mechanisms, device.backend == "wgpu");
+        print_table(&rows, &mechanisms, device.is_cube());
     }
     Ok(())
 }

@@ -135,7 +135,8 @@ pub struct TrainArgs {
     normalization: Option<Normalization>,
 
     /// Device: auto (a real GPU through wgpu if present, else cpu), cpu (Burn's flex backend),
-    /// ndarray (Burn's deprecated ndarray backend, the tests' reference) or wgpu.
+    /// ndarray (Burn's deprecated ndarray backend, the tests' reference), wgpu, or cuda (an
+    /// NVIDIA GPU, in a build with `--features cuda`).
     #[arg(long, value_parser = parse::<DeviceChoice>)]
     device: Option<DeviceChoice>,
 

@@ -58,7 +58,7 @@ impl<M: Module> DpOptimizer<M> {
         batch_size: usize,
         device: &SelectedDevice,
     ) -> Result<Self> {
-        let batching = Batching::for_backend(batch_size, device.backend);
+        let batching = Batching::for_device(batch_size, device);
         let step = step::for_run(&config, plan.z, table, batching, start.state)?;
         let notes = crate::plan::notes(&config);
         Ok(Self {

@@ -90,7 +90,7 @@ impl PrivacyEngine {
     ) -> Result<DpOptimizer<M>> {
         let (config, plan, device) = self.planned(source, device)?;
         let table = ParamTable::of(model)?;
-        dry_run(model, source, Batching::for_backend(self.batch_size, device.backend), &table, &device.device)?;
+        dry_run(model, source, Batching::for_device(self.batch_size, &device), &table, &device.device)?;
         let keys = match self.keys {
             Some(keys) => keys,
             None => StreamKeys::for_run(config.settings.seed),

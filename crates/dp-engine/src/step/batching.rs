@@ -1,6 +1,8 @@
 //! How a lot is cut into physical batches: at most `size` examples each (bounds memory), and on
-//! wgpu padded to a few shapes, because every new batch shape costs kernel compilation and
+//! a CubeCL device padded to a few shapes, because every new batch shape costs kernel compilation and
 //! autotuning there and a Poisson lot has a new size every step.
+
+use dp_kernels::backend::SelectedDevice;
 
 /// How a lot is cut into physical batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,11 +14,11 @@ pub struct Batching {
 }
 
 impl Batching {
-    /// Batches of `size` for `backend`: on wgpu padded to eighths of `size` (measured on an
-    /// H100: the first step 44 s, then 11 ms a step); unpadded on the CPU, where a shape costs
-    /// nothing and padding only adds work.
-    pub fn for_backend(size: usize, backend: &str) -> Self {
-        let granule = if backend == "wgpu" { (size / 8).max(1) } else { 1 };
+    /// Batches of `size` on `device`: on a CubeCL device (wgpu, cuda) padded to eighths of
+    /// `size` (measured on an H100 through wgpu: the first step 44 s, then 11 ms a step);
+    /// unpadded on the CPU, where a shape costs nothing and padding only adds work.
+    pub fn for_device(size: usize, device: &SelectedDevice) -> Self {
+        let granule = if device.is_cube() { (size / 8).max(1) } else { 1 };
         Batching { size, granule }
     }
 
