@@ -69,6 +69,16 @@ fn cube(device: Device, backend: &'static str, identity: Option<(String, bool)>)
     SelectedDevice { device, backend, name, hardware }
 }
 
+/// "cuda" for a CUDA device, else "wgpu" (the build's only other CubeCL runtime).
+fn cube_backend(device: &DispatchDevice) -> &'static str {
+    #[cfg(feature = "cuda")]
+    if let DispatchDevice::Cube(burn_cubecl::CubeDevice::Cuda(_)) = device {
+        return "cuda";
+    }
+    let _ = device;
+    "wgpu"
+}
+
 /// The number of threads a CPU backend runs on.
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -120,16 +130,7 @@ impl SelectedDevice {
             DispatchDevice::Flex(_) => cpu(),
             DispatchDevice::NdArray(_) => ndarray(),
             other => {
-                #[cfg(feature = "cuda")]
-                let backend = match other {
-                    DispatchDevice::Cube(burn_cubecl::CubeDevice::Cuda(_)) => "cuda",
-                    _ => "wgpu",
-                };
-                #[cfg(not(feature = "cuda"))]
-                let backend = {
-                    let _ = other;
-                    "wgpu"
-                };
+                let backend = cube_backend(other);
                 let identity = device.identity().map(|id| (id.name, id.physical.is_some()));
                 cube(device, backend, identity)
             }
@@ -152,12 +153,14 @@ mod tests {
     #[allow(deprecated)]
     fn a_burn_device_is_seen_as_its_backend() {
         for (device, backend) in [(Device::flex(), "cpu"), (Device::ndarray(), "ndarray")] {
+            assert!(!SelectedDevice::of(&device).is_cube(), "{backend} pads batches");
             assert_eq!(SelectedDevice::of(&device).backend, backend);
             assert_eq!(SelectedDevice::of(&device.autodiff()).backend, backend);
         }
         if let Some(device) = crate::wgpu_probe::wgpu_for_tests() {
             let selected = SelectedDevice::of(&device.clone().autodiff());
             assert_eq!((selected.backend, selected.device.is_autodiff()), ("wgpu", false));
+            assert!(selected.is_cube());
         }
     }
 }
