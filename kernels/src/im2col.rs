@@ -27,18 +27,6 @@ impl Patches {
             (size[i] + 2 * self.padding[i]).saturating_sub(span) / self.stride[i] + 1
         })
     }
-
-    /// The output positions along `axis` (0 rows, 1 columns) whose kernel offset `k` reads
-    /// inside an input of `size` (the others read the padding): lo..hi of 0..`out`.
-    fn inside(&self, axis: usize, k: usize, size: usize, out: usize) -> std::ops::Range<usize> {
-        let (s, offset, pad) = (self.stride[axis], k * self.dilation[axis], self.padding[axis]);
-        let lo = pad.saturating_sub(offset).div_ceil(s).min(out);
-        let hi = match (size + pad).checked_sub(offset + 1) {
-            Some(last) => (last / s + 1).min(out),
-            None => 0,
-        };
-        lo..hi.max(lo)
-    }
 }
 
 /// The patches of `x` (example-major [B, C, H, W] values of `shape`), [B, C*kh*kw, H'*W'].
@@ -57,8 +45,9 @@ pub fn im2col(x: &[f32], shape: [usize; 4], p: &Patches) -> Vec<f32> {
 }
 
 /// Writes every element of one example's patches (x [C, H, W] values of `shape`) into `out`
-/// [C*kh*kw, H'*W'], zeros where a patch reaches into the padding: each output line one copy
-/// (strided reads where the stride is above one), no test per element.
+/// [C*kh*kw, H'*W'], zeros where a patch reaches into the padding. The padded example is first
+/// split by stride phase ([`Phases`]), so that every output line is one contiguous copy, with no
+/// test per element or per line.
 pub fn unfold_example(x: &[f32], shape: [usize; 3], p: &Patches, out: &mut [f32]) {
     let [c, h, w] = shape;
     let [ho, wo] = p.output_size([h, w]);
@@ -67,25 +56,64 @@ pub fn unfold_example(x: &[f32], shape: [usize; 3], p: &Patches, out: &mut [f32]
     if out.is_empty() {
         return;
     }
+    let phases = Phases::of(x, shape, p);
+    let [sy, sx] = p.stride;
     for (row, target) in out.chunks_mut(ho * wo).enumerate() {
         let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
-        let plane = &x[channel * h * w..][..h * w];
-        let (rows, cols) = (p.inside(0, ki, h, ho), p.inside(1, kj, w, wo));
+        let (ry, rx) = (ki * p.dilation[0], kj * p.dilation[1]);
+        let plane = phases.plane(channel, ry % sy, rx % sx);
         for (oy, line) in target.chunks_mut(wo).enumerate() {
-            if !rows.contains(&oy) || cols.is_empty() {
-                line.fill(0.0);
-                continue;
-            }
-            line[..cols.start].fill(0.0);
-            line[cols.end..].fill(0.0);
-            let iy = oy * p.stride[0] + ki * p.dilation[0] - p.padding[0];
-            let first = cols.start * p.stride[1] + kj * p.dilation[1] - p.padding[1];
-            let (line, source) = (&mut line[cols.clone()], &plane[iy * w..][first..]);
-            match p.stride[1] {
-                1 => line.copy_from_slice(&source[..line.len()]),
-                s => line.iter_mut().zip(source.iter().step_by(s)).for_each(|(t, &v)| *t = v),
+            let start = (oy + ry / sy) * phases.cols + rx / sx;
+            line.copy_from_slice(&plane[start..start + wo]);
+        }
+    }
+}
+
+/// One example zero-padded and split by stride phase: the phase (a, b) plane holds the padded
+/// image's rows a, a + sy, ... and columns b, b + sx, ..., so the input a kernel tap reads for
+/// one row of output positions is a contiguous run of one plane.
+struct Phases {
+    /// [C, sy, sx, rows, cols].
+    values: Vec<f32>,
+    /// Phases per axis (the stride).
+    stride: [usize; 2],
+    /// Rows and columns of a phase plane.
+    rows: usize,
+    cols: usize,
+}
+
+impl Phases {
+    /// The phases of `x` [C, H, W] padded as `p` says, and beyond that with zeros as far as a
+    /// kernel reads (one that spans more than the padded image still has one output position).
+    fn of(x: &[f32], [c, h, w]: [usize; 3], p: &Patches) -> Self {
+        let [sy, sx] = p.stride;
+        let [py, px] = p.padding;
+        let [ho, wo] = p.output_size([h, w]);
+        let reach = |axis: usize, out: usize| (out - 1) * p.stride[axis] + (p.kernel[axis] - 1) * p.dilation[axis];
+        let rows = (h + 2 * py).div_ceil(sy).max(reach(0, ho) / sy + 1);
+        let cols = (w + 2 * px).div_ceil(sx).max(reach(1, wo) / sx + 1);
+        let mut values = vec![0.0f32; c * sy * sx * rows * cols];
+        for (channel, plane) in x.chunks_exact(h * w).enumerate() {
+            for (iy, line) in plane.chunks_exact(w).enumerate() {
+                let y = iy + py;
+                let base = ((channel * sy + y % sy) * sx * rows + y / sy) * cols;
+                // Column phase b holds padded columns b, b + sx, ...: the input's from ix0 on.
+                for b in 0..sx {
+                    let ix0 = (b + sx - px % sx) % sx;
+                    let target = &mut values[base + b * rows * cols + (ix0 + px) / sx..];
+                    for (t, &v) in target.iter_mut().zip(line.iter().skip(ix0).step_by(sx)) {
+                        *t = v;
+                    }
+                }
             }
         }
+        Self { values, stride: p.stride, rows, cols }
+    }
+
+    /// The plane of `channel` at phase (`a`, `b`), [rows, cols].
+    fn plane(&self, channel: usize, a: usize, b: usize) -> &[f32] {
+        let size = self.rows * self.cols;
+        &self.values[((channel * self.stride[0] + a) * self.stride[1] + b) * size..][..size]
     }
 }
 

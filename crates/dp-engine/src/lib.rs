@@ -56,6 +56,7 @@ pub mod scatter_net;
 pub mod smoothing;
 pub mod step;
 pub mod tanh;
+mod vectorised;
 
 // The device, clipping, noise and tensor helpers live in dp-kernels, which DP-ERM shares.
 pub use dp_kernels::{backend, clipping, noise, tensor_io};

@@ -11,6 +11,7 @@
 #![allow(deprecated)]
 
 use crate::flex_host::contiguous_f32;
+use crate::vectorised::vectorised;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -58,6 +59,7 @@ impl TanhBackward for burn_cubecl::Cube {}
 
 /// e^y for y in [0, 20] (Cephes' expf: y = n ln 2 + r, |r| <= ln 2 / 2, a degree-6 polynomial in
 /// r, 2^n by the exponent bits), branch-free.
+#[inline(always)]
 fn exp_small(y: f32) -> f32 {
     // Rounds to the nearest integer without a libm call (valid far beyond 18 / ln 2).
     const ROUND: f32 = 12_582_912.0;
@@ -70,6 +72,7 @@ fn exp_small(y: f32) -> f32 {
 }
 
 /// tanh(x) within 4e-7 relative, branch-free (selects only), NaN-propagating.
+#[inline(always)]
 fn tanh_f32(x: f32) -> f32 {
     let a = x.abs();
     // tanh(10) rounds to 1 in f32 (tanh(9) does not); NaN stays NaN (the comparison is false).
@@ -94,9 +97,11 @@ impl TanhBackend for Flex {
         let input = x.storage::<f32>();
         let mut out = vec![0.0f32; input.len()];
         out.par_chunks_mut(CHUNK).zip(input.par_chunks(CHUNK)).for_each(|(out, input)| {
-            for (o, &v) in out.iter_mut().zip(input) {
-                *o = tanh_f32(v);
-            }
+            vectorised(|| {
+                for (o, &v) in out.iter_mut().zip(input) {
+                    *o = tanh_f32(v);
+                }
+            })
         });
         FlexTensor::from_data(TensorData::new(out, x.layout().shape().clone()))
     }
@@ -111,9 +116,11 @@ impl TanhBackward for Flex {
         let mut out = vec![0.0f32; values.len()];
         out.par_chunks_mut(CHUNK).zip(values.par_chunks(CHUNK).zip(grads.par_chunks(CHUNK))).for_each(
             |(out, (values, grads))| {
-                for ((o, &y), &g) in out.iter_mut().zip(values).zip(grads) {
-                    *o = g * (1.0 - y * y);
-                }
+                vectorised(|| {
+                    for ((o, &y), &g) in out.iter_mut().zip(values).zip(grads) {
+                        *o = g * (1.0 - y * y);
+                    }
+                })
             },
         );
         FlexTensor::from_data(TensorData::new(out, y.layout().shape().clone()))
