@@ -38,6 +38,7 @@ pub mod error;
 mod flex_host;
 pub mod grad_sample;
 mod host_gemm;
+pub mod host_memory;
 pub mod init;
 pub mod loss;
 pub mod lr_schedule;
