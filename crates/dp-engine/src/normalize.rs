@@ -12,7 +12,6 @@
 #![allow(deprecated)]
 
 use crate::flex_host::{contiguous_f32, dims};
-use crate::vectorised::vectorised;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -79,7 +78,6 @@ impl NormalizeParts for burn_cubecl::Cube {}
 const LANES: usize = 16;
 
 /// sum f(a_i, b_i) over two equal rows, in f32 lanes summed in f64.
-#[inline(always)]
 fn row_sum(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) -> f64 {
     let mut acc = [0.0f32; LANES];
     let (chunks_a, chunks_b) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
@@ -114,14 +112,12 @@ impl NormalizeParts for Flex {
         let mut out = vec![0.0f32; input.len()];
         let mut scales = vec![0.0f32; input.len() / m];
         out.par_chunks_mut(m).zip(scales.par_iter_mut()).zip(input.par_chunks(m)).for_each(|((out, scale), row)| {
-            vectorised(|| {
-                let mean = (row_sum(row, row, |v, _| v) / m as f64) as f32;
-                let variance = row_sum(row, row, |v, _| (v - mean) * (v - mean)) / m as f64;
-                *scale = (1.0 / (variance + epsilon).sqrt()) as f32;
-                for (o, &v) in out.iter_mut().zip(row) {
-                    *o = (v - mean) * *scale;
-                }
-            })
+            let mean = (row_sum(row, row, |v, _| v) / m as f64) as f32;
+            let variance = row_sum(row, row, |v, _| (v - mean) * (v - mean)) / m as f64;
+            *scale = (1.0 / (variance + epsilon).sqrt()) as f32;
+            for (o, &v) in out.iter_mut().zip(row) {
+                *o = (v - mean) * *scale;
+            }
         });
         let rows = [dims[0], dims[1], 1];
         (FlexTensor::from_data(TensorData::new(out, dims)), FlexTensor::from_data(TensorData::new(scales, rows)))
@@ -142,13 +138,11 @@ impl NormalizeParts for Flex {
         let mut out = vec![0.0f32; xhat.len()];
         out.par_chunks_mut(m).zip(xhat.par_chunks(m).zip(grad.par_chunks(m))).zip(scales.par_iter()).for_each(
             |((out, (xhat, grad)), &scale)| {
-                vectorised(|| {
-                    let mean = (row_sum(grad, grad, |g, _| g) / m as f64) as f32;
-                    let along = (row_sum(grad, xhat, |g, x| g * x) / m as f64) as f32;
-                    for ((o, &g), &x) in out.iter_mut().zip(grad).zip(xhat) {
-                        *o = (g - mean - x * along) * scale;
-                    }
-                })
+                let mean = (row_sum(grad, grad, |g, _| g) / m as f64) as f32;
+                let along = (row_sum(grad, xhat, |g, x| g * x) / m as f64) as f32;
+                for ((o, &g), &x) in out.iter_mut().zip(grad).zip(xhat) {
+                    *o = (g - mean - x * along) * scale;
+                }
             },
         );
         FlexTensor::from_data(TensorData::new(out, dims))
