@@ -56,7 +56,7 @@ pub fn unfold_example(x: &[f32], shape: [usize; 3], p: &Patches, out: &mut [f32]
     if out.is_empty() {
         return;
     }
-    let phases = Phases::of(x, shape, p);
+    let phases = Phases::of(x, shape, [ho, wo], p);
     let [sy, sx] = p.stride;
     for (row, target) in out.chunks_mut(ho * wo).enumerate() {
         let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
@@ -84,11 +84,11 @@ struct Phases {
 
 impl Phases {
     /// The phases of `x` [C, H, W] padded as `p` says, and beyond that with zeros as far as a
-    /// kernel reads (one that spans more than the padded image still has one output position).
-    fn of(x: &[f32], [c, h, w]: [usize; 3], p: &Patches) -> Self {
+    /// kernel reads for the [`Patches::output_size`] `[ho, wo]` (a kernel that spans more than the
+    /// padded image still has one output position).
+    fn of(x: &[f32], [c, h, w]: [usize; 3], [ho, wo]: [usize; 2], p: &Patches) -> Self {
         let [sy, sx] = p.stride;
         let [py, px] = p.padding;
-        let [ho, wo] = p.output_size([h, w]);
         let reach = |axis: usize, out: usize| (out - 1) * p.stride[axis] + (p.kernel[axis] - 1) * p.dilation[axis];
         let rows = (h + 2 * py).div_ceil(sy).max(reach(0, ho) / sy + 1);
         let cols = (w + 2 * px).div_ceil(sx).max(reach(1, wo) / sx + 1);

@@ -5,8 +5,9 @@
 //! buffer of B H' W' rows and a GEMM only kh kw columns wide. It took more than half of a plain
 //! cifar10-cnn step (about 165 of 314 ms for a lot of 128 on two cores). The forward pass and
 //! the input's gradient are the backend's own; every other backend, and any case the flex pass
-//! does not cover (groups, asymmetric padding, another dtype), keeps Burn's weight gradient. A DP step does not reach it: its parameters carry no gradient (the tape
-//! computes per-example gradients), so this is the plain step's cost.
+//! does not cover (groups, asymmetric padding, another dtype), keeps Burn's weight gradient. A
+//! DP step does not reach it: its parameters carry no gradient (the tape computes per-example
+//! gradients), so this is the plain step's cost.
 
 // The extension names Burn's deprecated ndarray backend, the oracle tests' reference, and the
 // code it generates for it cannot carry an attribute of its own.

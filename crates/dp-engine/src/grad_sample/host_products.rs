@@ -11,7 +11,8 @@
 use super::affine::NormMethod;
 use crate::flex_host::on_flex;
 use crate::host_gemm::{Strided, gemm_into, sum_over_examples};
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
+use dp_kernels::tensor_io::{matrix, vector};
 use rayon::prelude::*;
 
 /// The operands of one layer on the host: A [B, K, P] and G [B, N, P] as slices.
@@ -46,11 +47,6 @@ fn sum_of_squares(values: &[f32]) -> f32 {
     values.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() as f32
 }
 
-/// A host vector as a tensor of `shape` on `device`.
-fn tensor<const D: usize>(values: Vec<f32>, shape: [usize; D], device: &Device) -> Tensor<D> {
-    Tensor::from_data(TensorData::new(values, shape), device)
-}
-
 /// ||G_b A_b^T||^2 for every example [B] by `method` (ghost: from the Gram matrices; otherwise
 /// from the gradient itself, which is returned too, [B, N, K], for the weighted sum), on flex.
 pub(crate) fn sq_norms(
@@ -75,7 +71,7 @@ pub(crate) fn sq_norms(
                     },
                 )
                 .collect();
-            return (tensor(norms, [b], &device), None);
+            return (vector(norms, &device), None);
         }
         // Each example's A_b G_b^T [K, N], then the [B, N, K] gradients as a view.
         let mut transposed = vec![0.0f32; b * k * n];
@@ -91,7 +87,8 @@ pub(crate) fn sq_norms(
                 })
                 .collect(),
         };
-        (tensor(norms, [b], &device), Some(tensor(transposed, [b, k, n], &device).swap_dims(1, 2)))
+        let gradients = Tensor::<3>::from_data(TensorData::new(transposed, [b, k, n]), &device);
+        (vector(norms, &device), Some(gradients.swap_dims(1, 2)))
     })
 }
 
@@ -116,5 +113,5 @@ pub(crate) fn weighted_sum(input: &Tensor<3>, grad: &Tensor<3>, factors: Option<
         });
         Some((sum, [k, n]))
     })??;
-    Some(tensor(sum, [k, n], &device).transpose())
+    Some(matrix(sum, [k, n], &device).transpose())
 }
