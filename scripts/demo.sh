@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a short DP-SGD run on Fashion-MNIST (Tramèr & Boneh's ScatterNet features, computed
 # once and cached, and a linear head; epsilon calibrated to 3 at delta 1e-5 under the PRV
-# accountant; parameter averaging) on the best available device, printing test accuracy and the
+# accountant; parameter averaging) on the best available device (CUDA on an NVIDIA machine), printing test accuracy and the
 # epsilon with its guarantee label. Installs the dataset (Debian's dataset-fashion-mnist) and the
 # Vulkan drivers wgpu needs when they are missing and we may install them. Extra arguments go to
 # `dptrain train` (e.g. --device cpu, --epochs 3).
@@ -17,6 +17,13 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
         echo "Fashion-MNIST is missing: sudo apt-get install dataset-fashion-mnist (or pass --data-dir DIR)" >&2
     fi
 fi
-cargo run --release --locked -- train --model scatnet-linear --epochs 40 --lot-size 8192 --target-epsilon 3 \
+# On a machine with an NVIDIA GPU and driver, the CUDA build (Burn's CUDA backend, which `auto`
+# prefers there); its compiler's LLVM comes from PyPI, installed once (scripts/with-cuda-llvm.sh).
+build=(cargo run --release --locked)
+if nvidia-smi -L >/dev/null 2>&1; then
+    echo "An NVIDIA GPU and driver are present: building dptrain with CUDA (--features cuda; its LLVM from PyPI, once)" >&2
+    build=(scripts/with-cuda-llvm.sh cargo run --release --locked --features cuda)
+fi
+"${build[@]}" -- train --model scatnet-linear --epochs 40 --lot-size 8192 --target-epsilon 3 \
     --delta 1e-5 --accountant prv --learning-rate 16 --momentum 0.9 --clip-norm 0.1 --ema 0.999 \
     --out-dir runs/demo --overwrite "$@"

@@ -11,7 +11,8 @@ data set's shape, one optimiser step per lot of fixed size):
   dptrain none      plain Burn training of the zoo model (`dptrain bench --mechanisms none`)
   dptrain gaussian  dptrain's DP-SGD step (`dptrain bench --mechanisms gaussian`)
 
-and prints one table of median milliseconds per step. Run through scripts/side-by-side.sh, which
+and prints one table of median milliseconds per step. `side_by_side` and `table` also serve
+scripts/gpu_check.py (dptrain on several devices, PyTorch optional). Run through scripts/side-by-side.sh, which
 makes the throwaway virtual environment with torch and opacus from PyPI (never a dependency of the
 repository or of CI). A loaded machine measures nothing (PyTorch's OpenMP threads slow down up to
 ten times when the cores are oversubscribed): the script refuses to start when the load average
@@ -31,12 +32,22 @@ import sys
 import time
 import warnings
 
-WORKLOADS = [
-    # name, dptrain model, dataset shape (for dptrain), input [C, H, W], lot
-    ("mnist-cnn", "mnist-cnn", "fashion-mnist", (1, 28, 28), 256),
-    ("cifar10-cnn", "cifar10-cnn", "cifar10", (3, 32, 32), 128),
-    ("wrn-16-4", "wrn-16-4", "fashion-mnist", (1, 28, 28), 64),
-]
+# name, dptrain model, dataset shape (for dptrain), input [C, H, W], lot
+WORKLOADS = {
+    # The CPU's: what a 2-core machine times in minutes.
+    "cpu": [
+        ("mnist-cnn", "mnist-cnn", "fashion-mnist", (1, 28, 28), 256),
+        ("cifar10-cnn", "cifar10-cnn", "cifar10", (3, 32, 32), 128),
+        ("wrn-16-4", "wrn-16-4", "fashion-mnist", (1, 28, 28), 64),
+    ],
+    # A GPU's: seed 004's Table I lot for the CIFAR-10 CNN, De et al.'s network on CIFAR-10 shapes.
+    "gpu": [
+        ("mnist-cnn", "mnist-cnn", "fashion-mnist", (1, 28, 28), 256),
+        ("cifar10-cnn", "cifar10-cnn", "cifar10", (3, 32, 32), 500),
+        ("wrn-16-4", "wrn-16-4", "cifar10", (3, 32, 32), 256),
+    ],
+}
+TORCH_MODES = ("plain", "hooks", "ghost")
 
 
 def refuse_when_loaded(max_load):
@@ -99,7 +110,8 @@ def models(torch):
             h = torch.relu(self.norm(self.blocks(self.stem(x))))
             return self.head(h.mean(dim=(2, 3)))
 
-    return {"mnist-cnn": mnist_cnn, "cifar10-cnn": cifar10_cnn, "wrn-16-4": lambda: WideResNet(1, 10)}
+    return {"mnist-cnn": lambda shape: mnist_cnn(), "cifar10-cnn": lambda shape: cifar10_cnn(),
+            "wrn-16-4": lambda shape: WideResNet(shape[0], 10)}
 
 
 class TorchStep:
@@ -107,7 +119,7 @@ class TorchStep:
 
     def __init__(self, torch, build, mode, x, y, device):
         self.torch, self.x, self.y, self.device = torch, x, y, device
-        model = build().to(device)
+        model = build(tuple(x.shape[1:])).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
         self.criterion = torch.nn.CrossEntropyLoss()
         if mode != "plain":
@@ -143,17 +155,79 @@ class TorchStep:
         return out
 
 
-def dptrain_times(binary, model, dataset, lot, device, steps):
+def dptrain_times(binary, model, dataset, lot, device, steps, env=None):
+    """Median ms per lot of dptrain's plain and DP-SGD steps (one `dptrain bench` process)."""
     command = [binary, "bench", "--model", model, "--dataset", dataset, "--activation", "relu",
                "--lot-size", str(lot), "--device", device, "--iterations", str(steps), "--warmup", "1", "--json"]
-    run = subprocess.run(command + ["--mechanisms", "none,gaussian"], capture_output=True, text=True)
+    run = subprocess.run(command + ["--mechanisms", "none,gaussian"], capture_output=True, text=True, env=env)
     if run.returncode == 2 and "--mechanisms" in run.stderr:
         # A dptrain from before `--mechanisms` (to time an old binary): it times all of them.
-        run = subprocess.run(command, capture_output=True, text=True)
+        run = subprocess.run(command, capture_output=True, text=True, env=env)
     if run.returncode != 0:
-        sys.exit(f"{binary} bench failed: {run.stderr.strip()}")
+        raise RuntimeError(f"{binary} bench --device {device} failed: {run.stderr.strip()}")
     ms = json.loads(run.stdout)["workloads"][0]["ms_per_lot"]
     return ms["none"], ms["gaussian"]
+
+
+def import_torch():
+    """torch and opacus, or (None, None) where they are not installed (then only dptrain is timed)."""
+    try:
+        import torch
+        import opacus
+    except ImportError:
+        return None, None
+    return torch, opacus
+
+
+def side_by_side(dptrain, torch_device, dp_devices, workloads, rounds, steps, env=None, log=sys.stderr):
+    """Rows of median ms per step, one per workload, every variant timed once per round (interleaved):
+    {"workload", "lot", "ms": {variant: median or None}}; PyTorch's variants are None without torch."""
+    torch, _ = import_torch()
+    builds = models(torch) if torch else {}
+    rows = []
+    for name, model, dataset, shape, lot in workloads:
+        steps_of = {}
+        if torch:
+            torch.manual_seed(0)
+            x = torch.randn(lot, *shape, device=torch_device)
+            y = torch.randint(0, 10, (lot,), device=torch_device)
+            steps_of = {mode: TorchStep(torch, builds[name], mode, x, y, torch_device) for mode in TORCH_MODES}
+        times = {k: [] for k in [*TORCH_MODES, *(f"{d} {m}" for d in dp_devices for m in ("none", "gaussian"))]}
+        for r in range(rounds):
+            for mode, step in steps_of.items():
+                times[mode] += step.time(steps)
+            for d in dp_devices:
+                none, gaussian = dptrain_times(dptrain, model, dataset, lot, d, steps, env)
+                times[f"{d} none"].append(none)
+                times[f"{d} gaussian"].append(gaussian)
+            print(f"{name} round {r + 1}/{rounds} done", file=log, flush=True)
+        rows.append({"workload": name, "lot": lot,
+                     "ms": {k: statistics.median(v) if v else None for k, v in times.items()}})
+    return rows
+
+
+def table(rows, dp_devices):
+    """The rows as a markdown table, with the ratios that compare dptrain to Opacus and to its plain step."""
+    def cell(v):
+        return "absent (no torch)" if v is None else f"{v:.1f}"
+
+    def ratio(a, b):
+        return "-" if a is None or b is None else f"{a / b:.2f}"
+
+    heads = ["PyTorch plain", "Opacus hooks", "Opacus ghost"]
+    for d in dp_devices:
+        heads += [f"dptrain none ({d})", f"dptrain gaussian ({d})", f"gaussian / best Opacus ({d})",
+                  f"gaussian / none ({d})", f"none / PyTorch plain ({d})"]
+    lines = ["| workload | lot | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
+    for row in rows:
+        m = row["ms"]
+        best = None if m["hooks"] is None else min(m["hooks"], m["ghost"])
+        cells = [cell(m[k]) for k in TORCH_MODES]
+        for d in dp_devices:
+            none, gaussian = m[f"{d} none"], m[f"{d} gaussian"]
+            cells += [cell(none), cell(gaussian), ratio(gaussian, best), ratio(gaussian, none), ratio(none, m["plain"])]
+        lines.append(f"| {row['workload']} | {row['lot']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def cpu_name():
@@ -167,49 +241,35 @@ def cpu_name():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dptrain", required=True, help="the dptrain binary")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                        help="cpu, or cuda (PyTorch on CUDA, dptrain on wgpu)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="PyTorch's device")
+    parser.add_argument("--dptrain-devices", help="comma-separated dptrain devices [default: cpu, or wgpu "
+                        "with --device cuda]; e.g. cuda,wgpu with a dptrain built with --features cuda")
+    parser.add_argument("--shapes", choices=list(WORKLOADS), help="the workloads' lots and shapes "
+                        "[default: cpu, or gpu with --device cuda]")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians over all)")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per variant per round")
     parser.add_argument("--max-load", type=float, default=0.5, help="refuse above this 1-minute load average")
     parser.add_argument("--only", help="comma-separated workloads (default: all three)")
+    parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
     refuse_when_loaded(args.max_load)
     warnings.filterwarnings("ignore")
-    import torch
-    import opacus
-
-    torch.manual_seed(0)
-    device = "cuda" if args.device == "cuda" else "cpu"
-    dp_device = "wgpu" if args.device == "cuda" else "cpu"
-    builds = models(torch)
-    chosen = [w for w in WORKLOADS if not args.only or w[0] in args.only.split(",")]
-    rows = []
-    for name, model, dataset, shape, lot in chosen:
-        x = torch.randn(lot, *shape, device=device)
-        y = torch.randint(0, 10, (lot,), device=device)
-        steps = {mode: TorchStep(torch, builds[name], mode, x, y, device) for mode in ("plain", "hooks", "ghost")}
-        times = {k: [] for k in ("plain", "hooks", "ghost", "none", "gaussian")}
-        for r in range(args.rounds):
-            for mode, step in steps.items():
-                times[mode] += step.time(args.steps)
-            none, gaussian = dptrain_times(args.dptrain, model, dataset, lot, dp_device, args.steps)
-            times["none"].append(none)
-            times["gaussian"].append(gaussian)
-            print(f"{name} round {r + 1}/{args.rounds} done", file=sys.stderr)
-        rows.append((name, lot, {k: statistics.median(v) for k, v in times.items()}))
+    torch, opacus = import_torch()
+    if torch is None:
+        sys.exit("torch and opacus are not importable: run through scripts/side-by-side.sh")
+    dp_devices = (args.dptrain_devices or ("wgpu" if args.device == "cuda" else "cpu")).split(",")
+    shapes = args.shapes or ("gpu" if args.device == "cuda" else "cpu")
+    chosen = [w for w in WORKLOADS[shapes] if not args.only or w[0] in args.only.split(",")]
+    rows = side_by_side(args.dptrain, args.device, dp_devices, chosen, args.rounds, args.steps)
     print(f"machine: {cpu_name()}, {os.cpu_count()} cores; torch {torch.__version__}, opacus {opacus.__version__}, "
-          f"torch threads {torch.get_num_threads()}; device {args.device} (dptrain {dp_device}); "
+          f"torch threads {torch.get_num_threads()}; PyTorch on {args.device}, dptrain on {', '.join(dp_devices)}; "
           f"{args.rounds} rounds x {args.steps} steps, medians in ms per step")
-    print("| workload | lot | PyTorch plain | Opacus hooks | Opacus ghost | dptrain none | dptrain gaussian "
-          "| gaussian / best Opacus | none / PyTorch plain |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, lot, m in rows:
-        best = min(m["hooks"], m["ghost"])
-        print(f"| {name} | {lot} | {m['plain']:.1f} | {m['hooks']:.1f} | {m['ghost']:.1f} | {m['none']:.1f} "
-              f"| {m['gaussian']:.1f} | {m['gaussian'] / best:.2f} | {m['none'] / m['plain']:.2f} |")
+    print(table(rows, dp_devices))
     print("wrn-16-4: dptrain's convolutions are weight-standardised, Opacus's are plain (it has no per-sample "
           "gradient for a standardisation).")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 //! End-to-end tests of the `dptrain` binary: JSON contracts, labels, and one-line errors.
 
-use serde_json::Value;
-use std::process::{Command, Output};
+mod common;
 
-fn dptrain(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dptrain")).args(args).output().expect("dptrain runs")
-}
+use common::dptrain;
+
+use serde_json::Value;
+use std::process::Output;
 
 fn json_of(out: &Output) -> Value {
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
@@ -135,5 +135,31 @@ fn help_explains_the_flags() {
         ["--noise-multiplier", "--sample-rate", "--epochs", "--dataset-size", "--delta", "--accountant", "--json"]
     {
         assert!(text.contains(flag), "help lacks {flag}");
+    }
+}
+
+/// `dptrain selftest` reports every check with its measured deviation and tolerance, all passed
+/// on the CPU; a device that cannot be opened is one line, not a report.
+#[test]
+fn selftest_reports_each_check_with_its_tolerance() {
+    let report = json_of(&dptrain(&["selftest", "--device", "cpu", "--json"]));
+    assert_eq!(report["failed"], 0, "{report}");
+    let checks = report["checks"].as_array().expect("checks");
+    assert!(checks.len() >= 15, "{report}");
+    for row in checks {
+        let check = &row["check"];
+        assert_eq!(row["passed"], true, "{row}");
+        let (measured, tolerance) =
+            (check["measured"].as_f64().expect("measured"), check["tolerance"].as_f64().expect("tol"));
+        assert!(measured <= tolerance, "{row}");
+    }
+    let names: Vec<&str> = checks.iter().filter_map(|c| c["check"]["name"].as_str()).collect();
+    for suite in ["noise:", "smoothing:", "solver:", "im2col:", "dp-step:"] {
+        assert!(names.iter().any(|n| n.starts_with(suite)), "no {suite} check in {names:?}");
+    }
+    // Without the feature, or without an NVIDIA driver (an NVIDIA machine runs the checks).
+    let out = dptrain(&["selftest", "--device", "cuda"]);
+    if !(common::built_with_cuda() && out.status.success()) {
+        common::one_line_error(&out, "CUDA");
     }
 }

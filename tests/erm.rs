@@ -1,13 +1,12 @@
 //! End-to-end tests of `dptrain erm` on small generated tables in the UCI/scikit-learn CSV
 //! layouts: the report's labels and refusals, the files it writes, and one-line errors.
 
+mod common;
+
+use common::dptrain;
+
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn dptrain(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dptrain")).args(args).output().expect("dptrain runs")
-}
 
 /// A separable-ish table: `n` rows, 3 numeric features, one categorical, labels from a rule.
 fn write_table(dir: &Path, n: usize, classes: usize) -> String {

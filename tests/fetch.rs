@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{dptrain, one_line_error};
+use common::{binary, dptrain, one_line_error};
 use dptrain::fetch::download::{Fetched, download};
 use dptrain::fetch::extract::{BATCH_BYTES, BATCHES, FILES, unpack, unpacked};
 use dptrain::fetch::remote::RemoteFile;
@@ -135,7 +135,7 @@ fn the_cli_refuses_in_one_line_and_train_names_the_fetch_command() {
     one_line_error(&dptrain(&args), "404");
     one_line_error(&dptrain(&["data", "fetch", "imagenet"]), "imagenet");
     one_line_error(&dptrain(&["data", "fetch", "mnist", "--timeout", "-1"]), "invalid timeout");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dptrain"))
+    let out = std::process::Command::new(binary())
         .args(["train", "--dataset", "mnist", "-z", "1", "--out-dir", dir.path().join("run").to_str().unwrap()])
         .env("DPTRAIN_CACHE_DIR", dir.path().join("empty-cache"))
         .output()

@@ -78,12 +78,7 @@ fn one_process_runs_in_a_folder_at_a_time() {
     let out = tmp.path().join("run");
     let o = out.to_str().unwrap();
     let long = [base_args(d, o), vec!["--epochs", "50", "-z", "1.1", "--checkpoint-every", "1"]].concat();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dptrain"))
-        .args(&long)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(binary()).args(&long).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let start = Instant::now();
     while !out.join("checkpoint.bin").exists() && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(5));
@@ -143,7 +138,7 @@ fn links_and_special_files_in_the_run_folder_are_never_followed() {
 /// the machine's memory.
 fn with_budget(args: &[&str]) -> std::process::Output {
     let budget = (16u64 << 30).to_string();
-    Command::new(env!("CARGO_BIN_EXE_dptrain")).args(args).env("DPTRAIN_MEMORY_BUDGET", budget).output().unwrap()
+    Command::new(binary()).args(args).env("DPTRAIN_MEMORY_BUDGET", budget).output().unwrap()
 }
 
 #[test]

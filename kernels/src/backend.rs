@@ -1,7 +1,7 @@
 //! Choosing the device at run time: Burn's flex CPU backend (`cpu`), the deprecated ndarray
 //! backend kept as the oracle tests' reference (`ndarray`), wgpu (a real GPU, or Mesa's
 //! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path), or
-//! CUDA in a build with the `cuda` feature (an NVIDIA GPU; wgpu stays the default).
+//! CUDA in a build with the `cuda` feature (an NVIDIA GPU; `auto` prefers it there).
 
 use burn::backend::DispatchDevice;
 use burn::tensor::Device;
@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceChoice {
-    /// wgpu when a real GPU adapter exists, else the CPU.
+    /// CUDA where this build has it and an NVIDIA device opens, else wgpu when a real GPU adapter
+    /// exists, else the CPU.
     Auto,
     /// The CPU through Burn's flex backend (im2col + the `gemm` crate, SIMD, rayon).
     Cpu,
@@ -52,7 +53,8 @@ fn open_wgpu() -> Result<SelectedDevice, DeviceError> {
 fn open_cuda() -> Result<SelectedDevice, DeviceError> {
     #[cfg(feature = "cuda")]
     return crate::wgpu_probe::open_cuda()
-        .map(|(device, identity)| cube(device, "cuda", identity))
+        // A CUDA device is a physical GPU, whatever its identity reports.
+        .map(|(device, identity)| SelectedDevice { hardware: true, ..cube(device, "cuda", identity) })
         .map_err(DeviceError);
     #[cfg(not(feature = "cuda"))]
     Err(DeviceError(
@@ -115,7 +117,7 @@ impl DeviceChoice {
             DeviceChoice::Ndarray => Ok(ndarray()),
             DeviceChoice::Wgpu => open_wgpu(),
             DeviceChoice::Cuda => open_cuda(),
-            DeviceChoice::Auto => Ok(open_wgpu().ok().filter(|d| d.hardware).unwrap_or_else(cpu)),
+            DeviceChoice::Auto => Ok(open_cuda().or_else(|_| open_wgpu()?.hardware()).unwrap_or_else(|_| cpu())),
         }
     }
 }
@@ -134,6 +136,14 @@ impl SelectedDevice {
                 let identity = device.identity().map(|id| (id.name, id.physical.is_some()));
                 cube(device, backend, identity)
             }
+        }
+    }
+
+    /// This device where it is physical hardware (not a software rasteriser such as lavapipe).
+    fn hardware(self) -> Result<Self, DeviceError> {
+        match self.hardware {
+            true => Ok(self),
+            false => Err(DeviceError(format!("{} is not a hardware GPU", self.name))),
         }
     }
 

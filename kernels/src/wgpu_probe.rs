@@ -1,9 +1,9 @@
 //! Opening a GPU device without a panic trace: wgpu panics where no adapter exists at all (no
 //! Vulkan driver), and CUDA where no driver library loads; that becomes an error the caller can
 //! report or skip on. Before the first device opens, CubeCL's caches (autotune results, compiled
-//! kernels) are pointed at the user's cache directory, so that a second run on a machine starts
-//! from them wherever it runs (CubeCL's default is a `target/` folder above the current
-//! directory, or none).
+//! kernels) are turned on and pointed at the user's cache directory, so that a second run on a
+//! machine starts from them wherever it runs (CubeCL's default is a `target/` folder above the
+//! current directory, or none).
 
 use burn::tensor::{Device, DeviceKind};
 use burn_cubecl::cubecl::config::cache::CacheConfig;
@@ -25,9 +25,34 @@ pub fn open_wgpu() -> Result<Opened, String> {
 /// The first CUDA device, or an error saying how to get one.
 #[cfg(feature = "cuda")]
 pub fn open_cuda() -> Result<Opened, String> {
-    open_quietly(|| Device::cuda(0)).ok_or_else(|| {
+    let opened = open_quietly(|| Device::cuda(0)).ok_or_else(|| {
         "no CUDA device could be opened (an NVIDIA GPU and its driver are needed; or use --device wgpu)".to_string()
-    })
+    })?;
+    libdevice()?;
+    Ok(opened)
+}
+
+/// The toolkit folders Burn's CUDA compiler (cubecl-llvm 0.11) searches for libdevice when
+/// CUDA_PATH is unset.
+#[cfg(feature = "cuda")]
+const CUDA_ROOTS: [&str; 4] = ["/usr/local/cuda", "/opt/cuda", "/usr/lib/cuda", "/usr"];
+
+/// libdevice, the CUDA toolkit's math functions (the noise kernel's ln, sin and cos) that Burn's
+/// CUDA compiler links into kernels, looked for where cubecl-llvm looks (CUDA_PATH, else
+/// [`CUDA_ROOTS`]): without it the first such kernel would fail mid-run.
+#[cfg(feature = "cuda")]
+fn libdevice() -> Result<(), String> {
+    use std::path::{Path, PathBuf};
+    let root = std::env::var_os("CUDA_PATH").map(PathBuf::from).or_else(|| {
+        CUDA_ROOTS.iter().map(Path::new).find(|r| r.join("nvvm/libdevice").is_dir()).map(Path::to_path_buf)
+    });
+    match root.map(|r| r.join("nvvm/libdevice/libdevice.10.bc")) {
+        Some(file) if file.is_file() => Ok(()),
+        _ => Err("the CUDA device opened, but libdevice.10.bc (the math functions of a CUDA toolkit) was not \
+                  found: install a CUDA toolkit or pip's nvidia-cuda-nvcc, and set CUDA_PATH to the folder \
+                  holding nvvm/libdevice"
+            .into()),
+    }
 }
 
 /// The device `open` gives, with its identity (which opens it), or None where that panicked.
@@ -46,10 +71,13 @@ fn open_quietly(open: impl Fn() -> Device) -> Option<Opened> {
 }
 
 /// CubeCL's configuration (a `cubecl.toml` found above the current directory, and its environment
-/// overrides) with its caches in the user's cache directory; kept as it is when already set.
+/// overrides) with its caches in the user's cache directory: the autotune results, and the
+/// compiled kernels (CUDA's PTX), so that a second process neither tunes nor compiles again;
+/// kept as it is when already set.
 fn persistent_caches() {
     let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
     config.environment.path = CacheConfig::Global;
+    config.compilation.cache = true;
     CubeClRuntimeConfig::try_set(config);
 }
 

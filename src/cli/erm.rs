@@ -54,8 +54,9 @@ pub struct ErmArgs {
     /// Where the training loops of input, dbdp and gradient sum their gradients: host (f64, one
     /// example at a time: exact, and the fastest for tables of a few thousand rows), cpu (Burn's
     /// flex backend, f32, one batched pass per step), wgpu (Burn's wgpu backend, f32: a GPU, or
-    /// Mesa's lavapipe where there is none), or auto (wgpu on a real GPU, else host).
-    #[arg(long, default_value = "host", value_parser = ["host", "cpu", "wgpu", "auto"])]
+    /// Mesa's lavapipe where there is none), cuda (an NVIDIA GPU, in a build with `--features
+    /// cuda`), or auto (a GPU: CUDA in a CUDA build, else wgpu on a real GPU; else host).
+    #[arg(long, default_value = "host", value_parser = ["host", "cpu", "wgpu", "cuda", "auto"])]
     device: String,
 
     /// Seed every run's noise for reproducibility (never for a release: the noise is then known).
@@ -160,6 +161,7 @@ fn compute(device: &str) -> Result<Compute> {
         "host" => Compute::Host,
         "cpu" => Compute::Device(DeviceChoice::Cpu.open()?),
         "wgpu" => Compute::Device(DeviceChoice::Wgpu.open()?),
+        "cuda" => Compute::Device(DeviceChoice::Cuda.open()?),
         _ => match DeviceChoice::Auto.open()? {
             gpu if gpu.hardware => Compute::Device(gpu),
             _ => Compute::Host,

@@ -13,11 +13,20 @@ mod output;
 mod plot;
 mod progress;
 mod schedule;
+mod selftest;
 mod table_args;
 mod train;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+/// The version and the devices this build can run on (`dptrain --version`): CUDA only in a build
+/// with the `cuda` feature.
+const VERSION: &str = if cfg!(feature = "cuda") {
+    concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, ndarray, wgpu, cuda)")
+} else {
+    concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, ndarray, wgpu)")
+};
 
 /// Differentially private training with honest privacy accounting.
 ///
@@ -25,7 +34,7 @@ use std::process::ExitCode;
 /// exact algorithm, computed by a sound accountant), `paper-bound` (a paper's own formula, with
 /// unspecified constants or heuristic steps) or `none`.
 #[derive(Parser)]
-#[command(name = "dptrain", version, about, long_about)]
+#[command(name = "dptrain", version = VERSION, about, long_about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -49,6 +58,8 @@ enum Command {
     Data(data::DataArgs),
     /// Overlay the curves (accuracy and loss against steps and epsilon) of run folders in one SVG.
     Plot(plot::PlotArgs),
+    /// Check that this machine's device (GPU) computes the DP kernels and step as the CPU does.
+    Selftest(selftest::SelftestArgs),
 }
 
 /// Parses the command line, runs the command and maps every error to one line and an exit code.
@@ -78,6 +89,7 @@ pub fn run() -> ExitCode {
         Command::Audit(args) => audit::run(args),
         Command::Data(args) => data::run(args),
         Command::Plot(args) => plot::run(args),
+        Command::Selftest(args) => selftest::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -134,7 +134,8 @@ pub struct TrainArgs {
     #[arg(long, value_parser = parse::<Normalization>)]
     normalization: Option<Normalization>,
 
-    /// Device: auto (a real GPU through wgpu if present, else cpu), cpu (Burn's flex backend),
+    /// Device: auto (an NVIDIA GPU through CUDA in a build with `--features cuda`, else a real GPU
+    /// through wgpu if present, else cpu), cpu (Burn's flex backend),
     /// ndarray (Burn's deprecated ndarray backend, the tests' reference), wgpu, or cuda (an
     /// NVIDIA GPU, in a build with `--features cuda`).
     #[arg(long, value_parser = parse::<DeviceChoice>)]

@@ -9,9 +9,19 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The `dptrain` under test: the one cargo built with these tests (with CUDA in CI).
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_dptrain")
+}
+
 /// Runs `dptrain` with `args`.
 pub fn dptrain(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dptrain")).args(args).output().expect("dptrain runs")
+    Command::new(binary()).args(args).output().expect("dptrain runs")
+}
+
+/// True when the `dptrain` under test was built with CUDA (`dptrain --version` lists its devices).
+pub fn built_with_cuda() -> bool {
+    String::from_utf8_lossy(&dptrain(&["--version"]).stdout).contains("cuda")
 }
 
 /// A dataset of `n` 28x28 images whose class shows in their brightness (learnable), plus 50 test images.

@@ -54,6 +54,7 @@ pub mod privacy_config;
 pub mod privacy_engine;
 pub mod privacy_settings;
 pub mod scatter_net;
+pub mod selftest;
 pub mod smoothing;
 pub mod step;
 pub mod tanh;
