@@ -121,7 +121,8 @@ def side_by_side_phase(c):
     shapes = side_by_side.WORKLOADS[c.args.shapes]
     chosen = [w for w in shapes if not c.args.only or w[0] in c.args.only.split(",")]
     rows = side_by_side.side_by_side(c.args.dptrain, c.args.torch_device, c.args.devices, chosen, c.args.rounds,
-                                     c.args.steps, env=c.env, log=c.log_file)
+                                     c.args.steps, env=c.env, log=c.log_file,
+                                     deadline=time.monotonic() + c.left())
     return {"rounds": c.args.rounds, "steps": c.args.steps, "torch_device": c.args.torch_device, "rows": rows}
 
 

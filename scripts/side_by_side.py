@@ -155,11 +155,14 @@ class TorchStep:
         return out
 
 
-def dptrain_times(binary, model, dataset, lot, device, steps, env=None):
-    """Median ms per lot of dptrain's plain and DP-SGD steps (one `dptrain bench` process)."""
+def dptrain_times(binary, model, dataset, lot, device, steps, env=None, deadline=None):
+    """Median ms per lot of dptrain's plain and DP-SGD steps (one `dptrain bench` process, ended
+    at `deadline`, a time.monotonic() value, if given)."""
     command = [binary, "bench", "--model", model, "--dataset", dataset, "--activation", "relu",
                "--lot-size", str(lot), "--device", device, "--iterations", str(steps), "--warmup", "1", "--json"]
-    run = subprocess.run(command + ["--mechanisms", "none,gaussian"], capture_output=True, text=True, env=env)
+    timeout = None if deadline is None else max(deadline - time.monotonic(), 1)
+    run = subprocess.run(command + ["--mechanisms", "none,gaussian"], capture_output=True, text=True, env=env,
+                         timeout=timeout)
     if run.returncode == 2 and "--mechanisms" in run.stderr:
         # A dptrain from before `--mechanisms` (to time an old binary): it times all of them.
         run = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -179,7 +182,7 @@ def import_torch():
     return torch, opacus
 
 
-def side_by_side(dptrain, torch_device, dp_devices, workloads, rounds, steps, env=None, log=sys.stderr):
+def side_by_side(dptrain, torch_device, dp_devices, workloads, rounds, steps, env=None, log=sys.stderr, deadline=None):
     """Rows of median ms per step, one per workload, every variant timed once per round (interleaved):
     {"workload", "lot", "ms": {variant: median or None}}; PyTorch's variants are None without torch."""
     torch, _ = import_torch()
@@ -197,7 +200,7 @@ def side_by_side(dptrain, torch_device, dp_devices, workloads, rounds, steps, en
             for mode, step in steps_of.items():
                 times[mode] += step.time(steps)
             for d in dp_devices:
-                none, gaussian = dptrain_times(dptrain, model, dataset, lot, d, steps, env)
+                none, gaussian = dptrain_times(dptrain, model, dataset, lot, d, steps, env, deadline)
                 times[f"{d} none"].append(none)
                 times[f"{d} gaussian"].append(gaussian)
             print(f"{name} round {r + 1}/{rounds} done", file=log, flush=True)

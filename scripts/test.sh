@@ -15,6 +15,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # compiled and linked with the LLVM of scripts/with-cuda-llvm.sh (PyPI's; nothing from GitHub).
 # One Burn feature set serves the tests, the examples and the binary the GPU check carries. None
 # of it needs a GPU: here `--device cuda` is a one-line error (docs/BENCHMARKS.md, "CUDA").
+# Burn restores an optimiser's state on its default device, CUDA first: the library tests that
+# resume runs say where (`dptrain` sets the same itself; `PrivacyEngine::resume` refuses in one line
+# where the default device cannot open).
+export BURN_DEVICE=flex
 cuda=(scripts/with-cuda-llvm.sh cargo test --workspace --locked --release --features dptrain/cuda)
 log=$(mktemp)
 "${cuda[@]}" --no-run 2>&1 | tee "$log"

@@ -17,6 +17,13 @@ fn main() -> std::process::ExitCode {
         // SAFETY: no other thread exists yet to read the environment concurrently.
         unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) }
     }
+    // Burn restores an optimiser's state (on --resume) on its default device, CUDA first in a
+    // CUDA build, then wgpu, and moves it to the run's device at the next step: the CPU opens on
+    // every machine (a CUDA build without a driver cannot open CUDA) and initialises no GPU.
+    if std::env::var_os("BURN_DEVICE").is_none() {
+        // SAFETY: no other thread exists yet to read the environment concurrently.
+        unsafe { std::env::set_var("BURN_DEVICE", "flex") }
+    }
     // SAFETY: no thread has started yet.
     unsafe { dp_engine::host_memory::keep_freed_memory() };
     cli::run()

@@ -211,6 +211,26 @@ fn cuda_without_the_feature_or_a_driver_is_one_line() {
     }
 }
 
+/// Burn restores an optimiser's state on its default device (`BURN_DEVICE`, else CUDA, then
+/// wgpu, as built): where that cannot open (CUDA on a machine without its driver), `--resume` says
+/// in one line what to set instead of panicking; dptrain's own default (the CPU) resumes.
+#[test]
+fn a_resume_whose_default_device_cannot_open_is_one_line() {
+    let (tmp, data) = temp_with_dataset(200);
+    let out = tmp.path().join("run");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let args = |extra: &[&'static str]| {
+        [base_args(d, o), vec!["-z", "1", "--epochs", "2", "--optimizer", "adam"], extra.to_vec()].concat()
+    };
+    assert!(dptrain(&args(&["--stop-after", "2"])).status.success());
+    let resumed = Command::new(binary()).args(args(&["--resume"])).env("BURN_DEVICE", "cuda").output().unwrap();
+    // An NVIDIA machine with a CUDA build opens it.
+    if !(built_with_cuda() && resumed.status.success()) {
+        one_line_error(&resumed, "BURN_DEVICE=flex");
+        assert!(dptrain(&args(&["--resume"])).status.success(), "dptrain's own default resumes");
+    }
+}
+
 /// A physical batch holds at least one example's views: 256 views of wrn-16-4 are counted
 /// against the memory budget even with --batch-size 1, and refused before anything runs.
 #[test]

@@ -55,6 +55,18 @@ fn libdevice() -> Result<(), String> {
     }
 }
 
+/// Burn's default device opens here, or why not. Burn's optimisers restore their state on it
+/// (`BURN_DEVICE`, else the first of CUDA, wgpu and the CPU that the build has) before moving it
+/// to each parameter's device at the next step: a CUDA build without a driver, or a wgpu one
+/// without a Vulkan adapter, cannot.
+pub fn default_device_opens() -> Result<(), String> {
+    open_quietly(Device::default).map(|_| ()).ok_or_else(|| {
+        "Burn restores an optimiser's state on its default device (BURN_DEVICE, else CUDA, then wgpu, as built), \
+         which cannot be opened here: set BURN_DEVICE=flex (the CPU)"
+            .to_string()
+    })
+}
+
 /// The device `open` gives, with its identity (which opens it), or None where that panicked.
 fn open_quietly(open: impl Fn() -> Device) -> Option<Opened> {
     persistent_caches();

@@ -14,6 +14,7 @@
 //! allocation's state as f32 tensors, and the steps, ledger and stream positions as its `state`
 //! metadata.
 
+use crate::backend::DeviceError;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
 use crate::noise::{GaussianNoise, NOISE_STREAM};
@@ -23,7 +24,7 @@ use crate::privacy_config::PrivacyConfig;
 use crate::step::StepState;
 use crate::tensor_io::{to_host, vector};
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::optim::ModuleOptimizer;
+use burn::optim::{ModuleOptimizer, OptimizerRecord};
 use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device, Tensor};
 use burn_pack::{DType, Reader, Tensor as PackTensor, Writer};
@@ -367,9 +368,13 @@ pub fn restore<M: Module>(
     // The record brings back the parameters' ids, which the optimiser's record is keyed by.
     let model =
         model.try_load_record(record).map_err(|e| refuse(format!("the model record does not fit the model: {e:?}")))?;
-    let optimizer = optimizer
-        .from_bytes(Bytes::from_bytes_vec(ckpt.optimizer))
+    let record = OptimizerRecord::from_bytes(Bytes::from_bytes_vec(ckpt.optimizer))
         .map_err(|e| refuse(format!("optimizer record: {e:?}")))?;
+    // Burn loads the optimiser's state on its default device, and moves it at the next step.
+    if !record.is_empty() {
+        dp_kernels::wgpu_probe::default_device_opens().map_err(|e| EngineError::Device(DeviceError(e)))?;
+    }
+    let optimizer = optimizer.load_record(record);
     let state = StepState { sampler, noise, ledger: h.ledger, allocation };
     Ok(Restored { model: model.train(), optimizer, state, step: h.step, average })
 }
