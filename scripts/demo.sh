@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a short DP-SGD run on Fashion-MNIST (Tramèr & Boneh's ScatterNet features, computed
 # once and cached, and a linear head; epsilon calibrated to 3 at delta 1e-5 under the PRV
-# accountant; parameter averaging) on the best available device (CUDA on an NVIDIA machine), printing test accuracy and the
+# accountant; parameter averaging) on the best available device (CUDA on an NVIDIA machine, else Vulkan, else the CPU), printing test accuracy and the
 # epsilon with its guarantee label. Installs the dataset (Debian's dataset-fashion-mnist) and the
 # Vulkan drivers wgpu needs when they are missing and we may install them. Extra arguments go to
 # `dptrain train` (e.g. --device cpu, --epochs 3).
@@ -17,11 +17,12 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
         echo "Fashion-MNIST is missing: sudo apt-get install dataset-fashion-mnist (or pass --data-dir DIR)" >&2
     fi
 fi
-# On a machine with an NVIDIA GPU and driver, the CUDA build (Burn's CUDA backend, which `auto`
-# prefers there); its compiler's LLVM comes from PyPI, installed once (scripts/with-cuda-llvm.sh).
+# The CUDA build (Burn's CUDA backend beside wgpu and the CPU), the one the tests build, so the main
+# job after the tests compiles nothing; `auto` picks CUDA where an NVIDIA GPU and driver are, else
+# a Vulkan GPU, else the CPU. Its compiler's LLVM comes from PyPI, installed once
+# (scripts/with-cuda-llvm.sh: Linux on x86_64, where PyPI's pinned build exists).
 build=(cargo run --release --locked)
-if nvidia-smi -L >/dev/null 2>&1; then
-    echo "An NVIDIA GPU and driver are present: building dptrain with CUDA (--features cuda; its LLVM from PyPI, once)" >&2
+if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
     build=(scripts/with-cuda-llvm.sh cargo run --release --locked --features cuda)
 fi
 "${build[@]}" -- train --model scatnet-linear --epochs 40 --lot-size 8192 --target-epsilon 3 \
