@@ -3,15 +3,15 @@
 //! and noise streams) with what the run folder adds (the digest of the configuration it belongs
 //! to, its clock, digests of the model), sealed by an HMAC-SHA256 keyed by the run's key file,
 //! so that nobody without the key can edit a checkpoint into one that verifies. Written
-//! atomically (`run_folder::files::write_atomic`), so a run killed at any moment resumes from a
+//! atomically (`safe_files::write_atomic`), so a run killed at any moment resumes from a
 //! complete state. Loading checks the MAC; what the privacy claim depends on is then checked
 //! against the run by the library (`dp_checkpoint::restore`).
 //!
 //! Layout: `DPTCKPT5` | header length (u64 LE) | header JSON | the library's checkpoint (one
 //! burnpack, `DpCheckpoint::to_bytes`) | MAC.
 
-use crate::run_folder::files::{PUBLIC, read_regular, write_atomic};
 use crate::run_folder::sha256_hex;
+use crate::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_data::SecretKey;
 use dp_engine::dp_checkpoint::DpCheckpoint;
 use dp_engine::error::{EngineError, Result};
@@ -32,6 +32,18 @@ const OLD_VERSIONS: [(&[u8; 8], &str); 2] = [
 const MAX_HEADER: u64 = 1 << 20;
 /// Bytes of the MAC at the end.
 const MAC_BYTES: usize = 32;
+
+/// Bytes a checkpoint may hold besides its tensors (header, ledger, records' metadata).
+const SLACK: u64 = 256 << 20;
+/// Copies of the parameters a checkpoint may hold (model, optimiser moments, noise allocation
+/// state, parameter average), with room to spare.
+const PARAM_COPIES: u64 = 16;
+
+/// The largest checkpoint a model of `params` parameters writes: larger files are refused
+/// before anything is read (a sparse 12 GB file used to abort on allocation).
+pub fn size_bound(params: usize) -> u64 {
+    (params as u64).saturating_mul(4 * PARAM_COPIES).saturating_add(SLACK)
+}
 
 /// The checkpoints' MAC.
 type Seal = Hmac<Sha256>;
@@ -101,10 +113,11 @@ impl Checkpoint {
         write_atomic(path, &self.to_bytes(key)?, PUBLIC)
     }
 
-    /// Loads a checkpoint, refusing one whose MAC (under the run's `key`), magic or lengths do
-    /// not hold.
-    pub fn load(path: &Path, key: &SecretKey) -> Result<Self> {
-        let bytes = read_regular(path, dp_data::memory::budget())?;
+    /// Loads a checkpoint of at most `bound` bytes (and the memory budget), refusing one whose
+    /// MAC (under the run's `key`), magic or lengths do not hold; nothing is parsed before the
+    /// MAC verifies.
+    pub fn load(path: &Path, key: &SecretKey, bound: u64) -> Result<Self> {
+        let bytes = read_regular(path, bound.min(dp_data::memory::budget()))?;
         if let Some((_, why)) = OLD_VERSIONS.iter().find(|(magic, _)| bytes.starts_with(*magic)) {
             return Err(err(path, why));
         }

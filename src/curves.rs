@@ -7,8 +7,8 @@
 //! epsilons. The training loss is measured on the private training data: it is not DP, as the
 //! progress bar's is not.
 
-use crate::run_folder::files::{PUBLIC, folder_error, read_regular, write_atomic};
 use crate::run_folder::{METRICS_FILE, PLOT_FILE};
+use crate::safe_files::{PUBLIC, file_error, read_regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use dp_erm::plot::{COLORS, register_font};
 use plotters::coord::Shift;
@@ -89,12 +89,12 @@ const SIZE: (u32, u32) = (1100, 760);
 /// each written atomically.
 pub fn draw(curves: &[Curve], title: &str, svg: &Path) -> Result<()> {
     // Both backends lay text out with the registered font.
-    register_font().map_err(|e| folder_error(svg, e))?;
+    register_font().map_err(|e| file_error(svg, e))?;
     let mut text = String::new();
     {
         let root = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
-        panels(&root, curves, title).map_err(|e| folder_error(svg, e))?;
-        root.present().map_err(|e| folder_error(svg, e))?;
+        panels(&root, curves, title).map_err(|e| file_error(svg, e))?;
+        root.present().map_err(|e| file_error(svg, e))?;
     }
     write_atomic(svg, text.as_bytes(), PUBLIC)?;
     let png = svg.with_extension("png");
@@ -102,10 +102,10 @@ pub fn draw(curves: &[Curve], title: &str, svg: &Path) -> Result<()> {
     let mut pixels = vec![0u8; (w * h * 3) as usize];
     {
         let root = BitMapBackend::with_buffer(&mut pixels, SIZE).into_drawing_area();
-        panels(&root, curves, title).map_err(|e| folder_error(&png, e))?;
-        root.present().map_err(|e| folder_error(&png, e))?;
+        panels(&root, curves, title).map_err(|e| file_error(&png, e))?;
+        root.present().map_err(|e| file_error(&png, e))?;
     }
-    write_atomic(&png, &encode_png(&pixels, SIZE).map_err(|e| folder_error(&png, e))?, PUBLIC)
+    write_atomic(&png, &encode_png(&pixels, SIZE).map_err(|e| file_error(&png, e))?, PUBLIC)
 }
 
 /// `pixels` (RGB, row-major) as a PNG file.

@@ -6,10 +6,12 @@
 
 pub mod bench;
 pub mod cache_dir;
+pub mod cache_key;
 pub mod checkpoint;
 pub mod curves;
 pub mod fetch;
 pub mod run_folder;
+pub mod safe_files;
 pub mod scattered;
 pub mod train_config;
 pub mod trainer;

@@ -7,13 +7,14 @@
 //! [`DpOptimizer`], as a library user would.
 
 use crate::cache_dir::cache_dir;
-use crate::checkpoint::{Checkpoint, Header, checkpoint_path};
+use crate::checkpoint::{self, Checkpoint, Header, checkpoint_path};
 use crate::curves;
 use crate::fetch::remote::remote;
 use crate::fetch::{complete, default_folder};
 use crate::run_folder::keys::RunKeys;
 use crate::run_folder::lock::RunLock;
 use crate::run_folder::{self, METRICS_FILE, sha256_hex};
+use crate::safe_files::file_error;
 use crate::scattered::scattered;
 use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
@@ -191,7 +192,11 @@ pub fn data_folder(name: DatasetName, dir: Option<&Path>) -> Result<PathBuf> {
 /// model could not evaluate the test set after training); a ScatterNet model's are their
 /// features (`scattered`, cached), whose computation `observe` is told of, except the training
 /// images of a run with augmented views, which are transformed view by view as they are drawn.
-fn load_data(config: &TrainConfig, observe: &mut dyn FnMut(&Event)) -> Result<(ImageDataset, ImageDataset)> {
+fn load_data(
+    config: &TrainConfig,
+    interrupt: Option<&AtomicBool>,
+    observe: &mut dyn FnMut(&Event),
+) -> Result<(ImageDataset, ImageDataset)> {
     // The folder is found once: a fetched one is verified by hashing its files.
     let folder = data_folder(config.dataset, config.data_dir.as_deref())?;
     let train = config.dataset.load(&folder, Split::Train)?;
@@ -231,7 +236,9 @@ fn load_data(config: &TrainConfig, observe: &mut dyn FnMut(&Event)) -> Result<(I
     }
     let cache = cache_dir();
     let mut features = |set: &ImageDataset| {
-        scattered(set, cache.as_deref(), &mut |examples| observe(&Event::Scattering { examples, cache: cache.clone() }))
+        scattered(set, cache.as_deref(), interrupt, &mut |examples| {
+            observe(&Event::Scattering { examples, cache: cache.clone() })
+        })
     };
     let train = if config.augmult.is_some() { train } else { features(&train)? };
     Ok((train, features(&test)?))
@@ -254,29 +261,35 @@ pub struct Session {
     pub keep_key: bool,
 }
 
-/// The run in `run_dir` as its folder holds it: the checkpoint (its MAC checked under the key
-/// file's key), the configuration (refused unless it is the config.toml the checkpoint belongs
-/// to: the configuration decides every other check) with the key file's seed, and the keys. A
-/// `seed` given with --resume must be the run's.
-fn load_run(run_dir: &Path, seed: Option<u64>) -> Result<(Checkpoint, TrainConfig, RunKeys)> {
+/// The run in `run_dir` as its folder holds it: its keys and its configuration (with the key
+/// file's seed) and config.toml's digest, which the checkpoint must name. A `seed` given with
+/// --resume must be the run's.
+fn load_run(run_dir: &Path, seed: Option<u64>) -> Result<(TrainConfig, RunKeys, String)> {
     let keys = run_folder::read_keys(run_dir)?;
-    let path = checkpoint_path(run_dir);
-    let ckpt = Checkpoint::load(&path, keys.mac())?;
-    let refuse = |reason: &str| EngineError::Checkpoint { path: path.clone(), reason: reason.into() };
     let (config, digest) = run_folder::read_config(run_dir)?;
-    if digest != ckpt.header.config_digest {
-        return Err(refuse("the run folder's config.toml is not the one this checkpoint belongs to"));
-    }
-    if ckpt.header.seeded != keys.seed.is_some() {
-        return Err(refuse("it says the run is seeded where the key file does not, or the reverse"));
-    }
     if seed.is_some() && seed != keys.seed {
         return Err(EngineError::invalid(
             "seed",
             "--resume takes the run's own seed (from its key file): drop --seed or give the run's",
         ));
     }
-    Ok((ckpt, TrainConfig { seed: keys.seed, out_dir: run_dir.to_path_buf(), ..config }, keys))
+    Ok((TrainConfig { seed: keys.seed, out_dir: run_dir.to_path_buf(), ..config }, keys, digest))
+}
+
+/// The run's checkpoint, no larger than a model of `params` parameters can make it, its MAC
+/// checked under the key file's key, refused unless it belongs to the config.toml of `digest`
+/// (the configuration decides every other check) and agrees with the key file on the seed.
+fn load_checkpoint(run_dir: &Path, keys: &RunKeys, digest: &str, params: usize) -> Result<Checkpoint> {
+    let path = checkpoint_path(run_dir);
+    let ckpt = Checkpoint::load(&path, keys.mac(), checkpoint::size_bound(params))?;
+    let refuse = |reason: &str| EngineError::Checkpoint { path: path.clone(), reason: reason.into() };
+    if digest != ckpt.header.config_digest {
+        return Err(refuse("the run folder's config.toml is not the one this checkpoint belongs to"));
+    }
+    if ckpt.header.seeded != keys.seed.is_some() {
+        return Err(refuse("it says the run is seeded where the key file does not, or the reverse"));
+    }
+    Ok(ckpt)
 }
 
 /// Seconds since the Unix epoch.
@@ -438,10 +451,10 @@ pub fn train(
     let run_dir = config.out_dir.clone();
     check_session(&session, &run_dir)?;
     let ckpt_path = checkpoint_path(&run_dir);
-    let Opened { mut lock, checkpoint, config, keys } = open_run(config, &session, &run_dir)?;
+    let Opened { mut lock, resumed, config, keys } = open_run(config, &session, &run_dir)?;
     let privacy = config.privacy()?;
     config.validate(&privacy)?;
-    let (train_data, test_data) = load_data(&config, observe)?;
+    let (train_data, test_data) = load_data(&config, session.interrupt, observe)?;
 
     let spec = ModelSpec {
         name: config.model,
@@ -466,8 +479,9 @@ pub fn train(
     // The library plans and sets the DP run up, with the run folder's keys.
     let engine =
         PrivacyEngine::new(privacy.clone()).with_batch_size(config.batch_size).with_keys(keys.streams().clone());
-    let (config_digest, started, seconds, model, mut dp) = match checkpoint {
-        Some(ckpt) => {
+    let (config_digest, started, seconds, model, mut dp) = match resumed {
+        Some(digest) => {
+            let ckpt = load_checkpoint(&run_dir, &keys, &digest, model.num_params())?;
             check_clock(&ckpt.header, &ckpt_path)?;
             let refuse = |e: EngineError| EngineError::Checkpoint { path: ckpt_path.clone(), reason: e.to_string() };
             let (model, dp) = engine.resume((model, fresh_optimizer), source, dev, ckpt.state).map_err(refuse)?;
@@ -489,7 +503,7 @@ pub fn train(
             (digest, unix_now(), 0.0, model.train(), dp)
         }
     };
-    let _held = lock;
+    let lock = lock.ok_or_else(|| file_error(&run_dir, "the run folder is not locked"))?;
     let step = dp.steps_taken();
     let metrics_path = run_dir.join(METRICS_FILE);
     if session.resume {
@@ -507,22 +521,24 @@ pub fn train(
         metrics_path,
         ckpt_path,
         keys: &keys,
+        lock: &lock,
         config_digest,
         started,
     };
     let ended = steps.run(&mut dp, Ended { model, step, seconds, interrupted: false }, observe)?;
-    let report = finish(&dp, &ended, &config, &session, device, &test_data)?;
+    let report = finish(&dp, &ended, &config, &session, device, &test_data, &lock)?;
     if report.completed && !session.keep_key {
         RunKeys::remove(&run_dir)?;
     }
     Ok(report)
 }
 
-/// A run folder opened for this invocation: its lock (a resumed run takes it at once), its
-/// checkpoint, the configuration the run goes on with, and its keys.
+/// A run folder opened for this invocation: its lock (a resumed run takes it at once), the
+/// digest of a resumed run's config.toml (its checkpoint is loaded once the model says how large
+/// it may be), the configuration the run goes on with, and its keys.
 struct Opened {
     lock: Option<RunLock>,
-    checkpoint: Option<Checkpoint>,
+    resumed: Option<String>,
     config: TrainConfig,
     keys: RunKeys,
 }
@@ -532,11 +548,11 @@ struct Opened {
 fn open_run(config: TrainConfig, session: &Session, run_dir: &Path) -> Result<Opened> {
     if session.resume {
         let lock = RunLock::acquire(run_dir)?;
-        let (ckpt, own, keys) = load_run(run_dir, config.seed)?;
-        return Ok(Opened { lock: Some(lock), checkpoint: Some(ckpt), config: own, keys });
+        let (own, keys, digest) = load_run(run_dir, config.seed)?;
+        return Ok(Opened { lock: Some(lock), resumed: Some(digest), config: own, keys });
     }
     let keys = RunKeys::generate(config.seed);
-    Ok(Opened { lock: None, checkpoint: None, config, keys })
+    Ok(Opened { lock: None, resumed: None, config, keys })
 }
 
 /// Where the step loop is: the model and the steps and seconds so far, and whether it was
@@ -558,6 +574,7 @@ struct StepLoop<'a> {
     metrics_path: PathBuf,
     ckpt_path: PathBuf,
     keys: &'a RunKeys,
+    lock: &'a RunLock,
     config_digest: String,
     started: u64,
 }
@@ -604,6 +621,7 @@ impl StepLoop<'_> {
                     started: self.started,
                     seconds,
                 };
+                self.lock.held()?;
                 save(&snap, &model, dp, self.keys, &self.ckpt_path)?;
             }
             if interrupted {
@@ -616,6 +634,7 @@ impl StepLoop<'_> {
     /// Appends `event` to the run's metrics and shows it.
     /// After an evaluation, the run folder's curves are redrawn.
     fn log(&self, event: &Event, observe: &mut dyn FnMut(&Event)) -> Result<()> {
+        self.lock.held()?;
         run_folder::log(&self.metrics_path, event)?;
         if let (Event::Evaluated { .. }, Some(run_dir)) = (event, self.metrics_path.parent()) {
             curves::redraw(run_dir)?;
@@ -633,6 +652,7 @@ fn finish(
     session: &Session,
     device: &SelectedDevice,
     test_data: &ImageDataset,
+    lock: &RunLock,
 ) -> Result<TrainReport> {
     let spent = dp.privacy()?;
     let delta = spent.delta;
@@ -660,6 +680,7 @@ fn finish(
             .zip(dp.hook().and_then(|h| h.as_any().downcast_ref::<WhiteBoxCanaries>()))
             .map(|(request, c)| c.audit(delta, request.confidence)),
     };
+    lock.held()?;
     run_folder::write_report(&config.out_dir, &report)?;
     Ok(report)
 }

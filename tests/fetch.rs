@@ -1,12 +1,14 @@
 //! `dptrain data fetch` against a local HTTP server on 127.0.0.1 (this machine has no internet):
-//! a verified download, a resumed one after an interrupted transfer, a corrupt file, a 404 and a
-//! silent server; CIFAR-10's archive unpacked to its six batches only; and `--dataset` without
-//! data naming the fetch command.
+//! a verified download, a resumed one after an interrupted transfer, a corrupt file, a 404, a
+//! silent server and a slow but steady one; links, FIFOs and device nodes planted where the
+//! download goes, refused with nothing written through; CIFAR-10's archive unpacked to its six
+//! batches only, their digests sealed and checked on reuse; and `--dataset` without data naming
+//! the fetch command.
 
 mod common;
 
 use common::{binary, dptrain, one_line_error};
-use dptrain::fetch::download::{Fetched, download};
+use dptrain::fetch::download::{Fetched, Timeouts, download};
 use dptrain::fetch::extract::{BATCH_BYTES, BATCHES, FILES, unpack, unpacked};
 use dptrain::fetch::remote::RemoteFile;
 use sha2::{Digest, Sha256};
@@ -22,7 +24,8 @@ fn fixture() -> Vec<u8> {
 
 /// A server on 127.0.0.1 whose first path segment says how it answers: `ok` (honours
 /// `Range: bytes=N-`), `corrupt` (one byte changed), `cut` (half the body, then the connection
-/// closes), `missing` (404), `slow` (says nothing for 5 s). It records every Range header.
+/// closes), `missing` (404), `slow` (says nothing for 5 s), `steady` (the body in 10 pieces
+/// 200 ms apart). It records every Range header.
 fn server() -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -74,6 +77,15 @@ fn answer(mut stream: TcpStream, ranges: &Mutex<Vec<String>>) {
             std::thread::sleep(Duration::from_secs(5));
             Ok(())
         }
+        "steady" => {
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            stream.write_all(head.as_bytes()).and_then(|_| {
+                body.chunks(body.len() / 10).try_for_each(|piece| {
+                    std::thread::sleep(Duration::from_millis(200));
+                    stream.write_all(piece).and_then(|_| stream.flush())
+                })
+            })
+        }
         _ => stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
     };
 }
@@ -84,8 +96,12 @@ fn published() -> RemoteFile {
     RemoteFile { name: "fixture.gz", size: fixture().len() as u64, sha256: Box::leak(sha.into_boxed_str()) }
 }
 
-fn get(base: &str, route: &str, dir: &std::path::Path, timeout: Duration) -> Result<Fetched, String> {
-    download(&format!("{base}/{route}/fixture.gz"), &published(), dir, timeout, &mut |_, _| {})
+fn get(base: &str, route: &str, dir: &std::path::Path, idle: Duration) -> Result<Fetched, String> {
+    fetch_within(base, route, dir, Timeouts { idle, total: None })
+}
+
+fn fetch_within(base: &str, route: &str, dir: &std::path::Path, timeouts: Timeouts) -> Result<Fetched, String> {
+    download(&format!("{base}/{route}/fixture.gz"), &published(), dir, timeouts, &mut |_, _| {})
         .map_err(|e| e.to_string())
 }
 
@@ -123,6 +139,51 @@ fn downloads_are_verified_resumed_and_never_partial_under_their_name() {
     std::fs::write(&file, b"damaged").unwrap();
     assert_eq!(get(&base, "ok", dir.path(), second), Ok(Fetched::Downloaded));
     assert_eq!(std::fs::read(&file).unwrap(), fixture());
+    // A slow but steady server (2 s in all, 200 ms silences): the idle timeout of 500 ms does
+    // not cut it; a total of 1 s does.
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(get(&base, "steady", dir.path(), Duration::from_millis(500)), Ok(Fetched::Downloaded));
+    std::fs::remove_file(&file).unwrap();
+    let capped = Timeouts { idle: second, total: Some(Duration::from_secs(1)) };
+    assert!(fetch_within(&base, "steady", dir.path(), capped).is_err());
+    let _ = std::fs::remove_file(&part);
+}
+
+#[test]
+fn links_fifos_and_devices_where_a_download_goes_are_refused_and_never_written_through() {
+    let (base, _) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, part) = (dir.path().join("fixture.gz"), dir.path().join("fixture.gz.part"));
+    let second = Duration::from_secs(5);
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"7 bytes").unwrap();
+    let fifo = |path: &std::path::Path| {
+        let name = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    };
+    for at in [&part, &file] {
+        // A link to a victim file: refused, the victim keeps its bytes.
+        std::os::unix::fs::symlink(&victim, at).unwrap();
+        let err = get(&base, "ok", dir.path(), second).unwrap_err();
+        assert!(err.contains("symbolic link") && err.lines().count() == 1, "{err}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"7 bytes");
+        std::fs::remove_file(at).unwrap();
+        // A link to /dev/zero and a FIFO: refused at once, not read for ever.
+        std::os::unix::fs::symlink("/dev/zero", at).unwrap();
+        let start = Instant::now();
+        assert!(get(&base, "ok", dir.path(), second).unwrap_err().contains("symbolic link"));
+        std::fs::remove_file(at).unwrap();
+        fifo(at);
+        assert!(get(&base, "ok", dir.path(), second).unwrap_err().contains("not a regular file"));
+        assert!(start.elapsed() < Duration::from_secs(2), "no hang");
+        std::fs::remove_file(at).unwrap();
+    }
+    // An oversized file at the part's name: refused before it is read.
+    std::fs::File::create(&part).unwrap().set_len(1 << 40).unwrap();
+    assert!(get(&base, "ok", dir.path(), second).unwrap_err().contains("more than the"));
+    std::fs::remove_file(&part).unwrap();
+    assert_eq!(get(&base, "ok", dir.path(), second), Ok(Fetched::Downloaded));
 }
 
 #[test]
@@ -134,7 +195,7 @@ fn the_cli_refuses_in_one_line_and_train_names_the_fetch_command() {
     let args = ["data", "fetch", "fashion-mnist", "--dir", folder.to_str().unwrap(), "--mirror", &mirror];
     one_line_error(&dptrain(&args), "404");
     one_line_error(&dptrain(&["data", "fetch", "imagenet"]), "imagenet");
-    one_line_error(&dptrain(&["data", "fetch", "mnist", "--timeout", "-1"]), "invalid timeout");
+    one_line_error(&dptrain(&["data", "fetch", "mnist", "--timeout", "-1"]), "invalid --timeout");
     let out = std::process::Command::new(binary())
         .args(["train", "--dataset", "mnist", "-z", "1", "--out-dir", dir.path().join("run").to_str().unwrap()])
         .env("DPTRAIN_CACHE_DIR", dir.path().join("empty-cache"))
@@ -162,16 +223,24 @@ fn cifar10_archives_unpack_their_six_batches_and_nothing_else() {
     }
     add(&format!("{BATCHES}/readme.html"), b"<html></html>");
     tar.into_inner().unwrap().finish().unwrap();
-    assert!(!unpacked(dir.path()));
-    unpack(&archive, dir.path()).unwrap();
-    assert!(unpacked(dir.path()));
-    let kept: Vec<_> = std::fs::read_dir(dir.path().join(BATCHES)).unwrap().collect();
-    assert_eq!(kept.len(), FILES.len(), "only the batches the loader reads");
+    let key = dp_data::SecretKey::from_os();
+    assert!(!unpacked(dir.path(), &key));
+    unpack(&archive, dir.path(), &key).unwrap();
+    assert!(unpacked(dir.path(), &key));
+    assert!(!unpacked(dir.path(), &dp_data::SecretKey::from_os()), "digests sealed by another key");
+    let kept: Vec<_> = std::fs::read_dir(dir.path().join(BATCHES)).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(kept.len(), FILES.len() + 1, "only the batches the loader reads, and their digests: {kept:?}");
+    // A batch zeroed at its size: no longer "unpacked" (it used to pass as verified).
+    let first = dir.path().join(BATCHES).join(FILES[0]);
+    std::fs::write(&first, vec![0u8; BATCH_BYTES as usize]).unwrap();
+    assert!(!unpacked(dir.path(), &key));
+    std::fs::write(&first, &batch).unwrap();
+    assert!(unpacked(dir.path(), &key));
     let data = dp_data::DatasetName::Cifar10.load(dir.path(), dp_data::Split::Test).unwrap();
     assert_eq!(data.len(), 10_000);
     // A truncated archive: refused, nothing half unpacked replaces the batches.
     let bytes = std::fs::read(&archive).unwrap();
     std::fs::write(&archive, &bytes[..bytes.len() / 2]).unwrap();
-    assert!(unpack(&archive, dir.path()).unwrap_err().to_string().contains("unpacking"));
-    assert!(unpacked(dir.path()), "the batches unpacked before are untouched");
+    assert!(unpack(&archive, dir.path(), &key).unwrap_err().to_string().contains("unpacking"));
+    assert!(unpacked(dir.path(), &key), "the batches unpacked before are untouched");
 }

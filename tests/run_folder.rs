@@ -83,8 +83,10 @@ fn one_process_runs_in_a_folder_at_a_time() {
     while !out.join("checkpoint.bin").exists() && start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    // A second --resume would draw the same noise again; --overwrite would replace the folder
-    // under the running process.
+    // The lock is the folder's own: there is no lock file a user could delete to let a second
+    // process in (deleting it used to). A second --resume would draw the same noise again;
+    // --overwrite would replace the folder under the running process.
+    assert!(!out.join("lock").exists());
     one_line_error(&dptrain(&[base_args(d, o), vec!["--resume"]].concat()), "another dptrain process");
     one_line_error(&dptrain(&[long.clone(), vec!["--overwrite"]].concat()), "another dptrain process");
     child.kill().unwrap();
@@ -120,6 +122,34 @@ fn links_and_special_files_in_the_run_folder_are_never_followed() {
     std::fs::create_dir(&metrics).unwrap();
     one_line_error(&run(&["--resume"]), "regular file");
     std::fs::remove_dir(&metrics).unwrap();
+    // config.toml as a FIFO (used to hang --resume for ever), a link to /dev/zero or a sparse
+    // 4 GB file (used to abort on allocation): one line each, at once.
+    let config = out.join("config.toml");
+    let kept = std::fs::read(&config).unwrap();
+    std::fs::remove_file(&config).unwrap();
+    let name = std::ffi::CString::new(config.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let start = std::time::Instant::now();
+    one_line_error(&run(&["--resume"]), "not a regular file");
+    assert!(start.elapsed() < Duration::from_secs(20), "no hang");
+    std::fs::remove_file(&config).unwrap();
+    symlink("/dev/zero", &config).unwrap();
+    one_line_error(&run(&["--resume"]), "symbolic link");
+    std::fs::remove_file(&config).unwrap();
+    std::fs::File::create(&config).unwrap().set_len(4 << 30).unwrap();
+    one_line_error(&run(&["--resume"]), "more than the");
+    std::fs::write(&config, &kept).unwrap();
+    // A sparse 12 GB checkpoint (used to abort allocating 12 GB): refused by the size its model
+    // implies, before anything is read.
+    let checkpoint = out.join("checkpoint.bin");
+    let good = std::fs::read(&checkpoint).unwrap();
+    std::fs::File::create(&checkpoint).unwrap().set_len(12 << 30).unwrap();
+    one_line_error(
+        &with_budget(&[base_args(d, o), vec!["--epochs", "2", "-z", "1.1", "--resume"]].concat()),
+        "more than the",
+    );
+    std::fs::write(&checkpoint, &good).unwrap();
     // The key file as a link to a copy of itself: refused.
     let key = std::fs::read(out.join("run.key")).unwrap();
     let copy = tmp.path().join("key-copy");

@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -692,7 +693,14 @@ fn scatnet_models_train_on_cached_scattering_features() {
     };
     let (first, said) = run("scatnet-linear", &tmp.path().join("a"), &cache, &[]);
     assert!(said.contains("computing the ScatterNet features of 200 examples"), "{said}");
-    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2, "the training and test sets' features");
+    let cached = |ext: &str| {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == ext))
+            .count()
+    };
+    assert_eq!(cached("bin"), 2, "the training and test sets' features");
+    assert_eq!(cached("key"), 1, "the cache's key, which seals them");
     assert!(first["curves"].as_str().unwrap().ends_with("curves.svg"));
     let curves = std::fs::read_to_string(tmp.path().join("a").join("curves.svg")).unwrap();
     assert!(curves.contains("test accuracy") && curves.contains("epsilon spent"), "the run folder's curves");
@@ -705,6 +713,16 @@ fn scatnet_models_train_on_cached_scattering_features() {
     assert!(std::fs::read_to_string(&overlay).unwrap().contains("\nb\n"), "both runs in the legend");
     assert!(tmp.path().join("overlay.png").exists());
     one_line_error(&dptrain(&["plot", tmp.path().join("nothing").to_str().unwrap()]), "metrics.jsonl");
+    // An output that is a device node is refused, not replaced (as root, /dev/full used to
+    // become an SVG file); a PNG's name for the SVG is refused (the PNG overwrote the SVG).
+    one_line_error(&dptrain(&["plot", &runs[0], "--out", "/dev/full"]), "ending in .svg");
+    let device = tmp.path().join("device.svg");
+    std::os::unix::fs::symlink("/dev/full", &device).unwrap();
+    one_line_error(&dptrain(&["plot", &runs[0], "--out", device.to_str().unwrap()]), "symbolic link");
+    assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+    let png = tmp.path().join("x.png");
+    one_line_error(&dptrain(&["plot", &runs[0], "--out", png.to_str().unwrap()]), "ending in .svg");
+    assert!(!png.exists());
     assert!(!said.contains("computing"), "{said}");
     assert_eq!(first["test_accuracy"], second["test_accuracy"]);
     assert_eq!(first["guarantee"], "certified");

@@ -6,7 +6,8 @@
 //! - the DP step (`PrivateStep` through `step::for_run`, q = 1, seeded): the model after one SGD
 //!   step is theta - lr (clipped sum + sigma xi) / qN, with xi the seed's noise drawn by a twin
 //!   stream, and the ledger holds exactly that release;
-//! - the baseline's plain Burn step: theta - lr * mean gradient.
+//! - the baseline's plain Burn step: theta - lr * mean gradient;
+//! - `make_private`'s independence check accepts every zoo model's cross-entropy.
 
 #[path = "../crates/dp-engine/tests/oracle/mod.rs"]
 mod oracle;
@@ -29,6 +30,7 @@ use dp_engine::optimizer::OptimizerName;
 use dp_engine::optimizer::optimizer;
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::step::batching::Batching;
+use dp_engine::step::independence::independence;
 use dp_engine::step::lot::{LotSource, lot_sum};
 use dp_engine::step::{self, LotStep, StepState};
 use dp_engine::tensor_io::vector;
@@ -111,6 +113,8 @@ fn check_lot_sum(name: ModelName, shape: [usize; 3], device: &Device) {
     let want_loss: f64 = host(source.losses(&model.valid(), &lot, device).unwrap().losses).iter().sum();
     assert_close(loss, want_loss / N as f64, "mean loss");
     assert_eq!(accuracy, Some(4.0 / N as f64), "accuracy over the 7 real examples (4 right)");
+    // The dry run's check that each example's loss and gradient are its own: no false refusal.
+    assert_eq!(independence(&model.valid(), &source, device).unwrap(), None, "{name:?}: independent examples");
 }
 
 /// One step of `name` (q = 1, seed 1, SGD at lr 0.1), and the model before and after.

@@ -6,6 +6,7 @@ use super::progress::Progress;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use dp_data::DatasetName;
+use dptrain::fetch::download::Timeouts;
 use dptrain::fetch::{Source, default_folder, fetch};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,9 +45,23 @@ struct FetchArgs {
     #[arg(long, value_name = "URL")]
     mirror: Option<String>,
 
-    /// Seconds a silent server is waited for.
+    /// Seconds a silent server is waited for (connecting, answering, or between two reads of
+    /// the download): a slow but steady server is never cut.
     #[arg(long, default_value_t = 30.0)]
     timeout: f64,
+
+    /// Seconds a whole file's transfer may take [default: no limit]; an interrupted transfer
+    /// resumes where it stopped when the command is run again.
+    #[arg(long, value_name = "SECONDS")]
+    max_time: Option<f64>,
+}
+
+/// `value` seconds as a duration, refused unless in (0, 86400].
+fn seconds(flag: &str, value: f64) -> Result<Duration> {
+    if !(value.is_finite() && value > 0.0 && value <= 86_400.0) {
+        anyhow::bail!("invalid {flag}: {value} (give seconds in (0, 86400])");
+    }
+    Ok(Duration::from_secs_f64(value))
 }
 
 /// Runs `dptrain data`.
@@ -55,10 +70,11 @@ pub fn run(args: DataArgs) -> Result<()> {
     let Some(dir) = args.dir.clone().or_else(|| default_folder(args.dataset)) else {
         anyhow::bail!("no cache folder (set DPTRAIN_CACHE_DIR or HOME), and no --dir");
     };
-    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
-        anyhow::bail!("invalid timeout: {} (give seconds in (0, 86400])", args.timeout);
-    }
-    let source = Source { mirror: args.mirror.clone(), timeout: Duration::from_secs_f64(args.timeout) };
+    let timeouts = Timeouts {
+        idle: seconds("--timeout", args.timeout)?,
+        total: args.max_time.map(|t| seconds("--max-time", t)).transpose()?,
+    };
+    let source = Source { mirror: args.mirror.clone(), timeouts };
     let progress = Progress::new(Some(0), "bytes");
     let downloaded = fetch(args.dataset, &dir, &source, &mut |name, done, all| {
         progress.set_length(all);

@@ -102,6 +102,12 @@ pub fn run() -> ExitCode {
                     chain.push(cause);
                 }
             }
+            let interrupted = matches!(e.downcast_ref(), Some(dp_engine::EngineError::Interrupted(_)));
+            if interrupted {
+                // As a shell reports a process ended by SIGINT.
+                eprintln!("{}", chain.join(": ").replace('\n', " "));
+                return ExitCode::from(130);
+            }
             eprintln!("error: {}", chain.join(": ").replace('\n', " "));
             ExitCode::FAILURE
         }

@@ -16,7 +16,8 @@ pub struct PlotArgs {
     #[arg(required = true)]
     runs: Vec<PathBuf>,
 
-    /// The SVG file to write (the PNG goes beside it, with the extension .png).
+    /// The SVG file to write, ending in .svg (the PNG goes beside it, with the extension .png);
+    /// only a regular file or nothing is replaced.
     #[arg(long, default_value = "curves.svg")]
     out: PathBuf,
 
@@ -27,6 +28,12 @@ pub struct PlotArgs {
 
 /// Runs `dptrain plot`.
 pub fn run(args: PlotArgs) -> Result<()> {
+    if args.out.extension().is_none_or(|e| e != "svg") {
+        anyhow::bail!(
+            "--out {}: give the SVG's name, ending in .svg (the PNG is written beside it with .png)",
+            args.out.display()
+        );
+    }
     let curves = args
         .runs
         .iter()

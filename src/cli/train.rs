@@ -17,6 +17,8 @@ use dp_engine::optimizer::OptimizerName;
 use dp_engine::privacy_settings::AccountantName;
 use dp_engine::smoothing::SmoothingScope;
 use dptrain::checkpoint::checkpoint_path;
+use dptrain::run_folder::{CONFIG_FILE, MAX_CONFIG};
+use dptrain::safe_files::{occupied, read_regular};
 use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Event, Session, TrainReport, train};
 use dptrain::zoo::ModelName;
@@ -275,9 +277,13 @@ impl TrainArgs {
             bail!("--resume continues the run with its own config.toml: drop --config");
         }
         let out_dir = self.out_dir.clone().unwrap_or_else(|| TrainConfig::default().out_dir);
-        let path = out_dir.join("config.toml");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("--resume: no run in {} (give the run's --out-dir)", out_dir.display()))?;
+        let path = out_dir.join(CONFIG_FILE);
+        if !occupied(&path) {
+            bail!("--resume: no run in {} (give the run's --out-dir)", out_dir.display());
+        }
+        // Bounded, without following a link or blocking on a FIFO: the folder may be hostile.
+        let bytes = read_regular(&path, MAX_CONFIG)?;
+        let text = String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
         let run: TrainConfig = parse_toml(&text, &path)?;
         let asked = self.overlay(run.clone())?;
         // The seed is not in config.toml but in the key file: the trainer checks a given one.

@@ -1,13 +1,18 @@
 //! One file fetched over HTTP(S) into a folder: streamed into `NAME.part`, resumed from where an
 //! interrupted transfer stopped (an HTTP range request), checked against its size and SHA-256,
 //! and only then renamed to its name; so the final name never holds a partial or unverified
-//! file. A file that is already there and verifies is not fetched again.
+//! file. A file that is already there and verifies is not fetched again. The folder may be
+//! hostile: a link, FIFO or device at the final or the `.part` name is refused, never read,
+//! written through or renamed over (`crate::safe_files`), and nothing is read past the size the
+//! file should have.
 
 use super::remote::RemoteFile;
+use crate::safe_files::{PUBLIC, file_error, occupied, open, regular, rename_over, replaceable};
 use dp_engine::error::{EngineError, Result};
 use sha2::{Digest, Sha256};
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -25,25 +30,40 @@ fn failed(url: &str, reason: impl std::fmt::Display) -> EngineError {
     EngineError::Data(format!("fetching {url}: {reason}"))
 }
 
-/// The SHA-256 of `path` and its length.
-fn digest_of(path: &Path) -> std::io::Result<(Sha256, u64)> {
-    let mut file = File::open(path)?;
+/// The SHA-256 and length of the regular file `path`, None when nothing is there; refused when
+/// it is not a regular file or holds more than `size` bytes.
+fn digest_of(path: &Path, size: u64) -> Result<Option<(Sha256, u64)>> {
+    if !occupied(path) {
+        return Ok(None);
+    }
+    let mut file = open(path, OpenOptions::new().read(true))?;
+    let len = regular(&file, path)?;
+    if len > size {
+        return Err(file_error(
+            path,
+            format!("holds {len} bytes, more than the {size} of the published file: remove it"),
+        ));
+    }
     let mut hash = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     let mut read = 0u64;
     loop {
-        let n = file.read(&mut buf)?;
+        let n = file.read(&mut buf).map_err(|e| file_error(path, e))?;
         if n == 0 {
-            return Ok((hash, read));
+            return Ok(Some((hash, read)));
         }
         hash.update(&buf[..n]);
         read += n as u64;
+        if read > size {
+            return Err(file_error(path, format!("grew beyond the {size} bytes of the published file while read")));
+        }
     }
 }
 
-/// True when `path` holds exactly `file`.
-pub fn verified(path: &Path, file: &RemoteFile) -> bool {
-    digest_of(path).is_ok_and(|(h, n)| n == file.size && hex::encode(h.finalize()) == file.sha256)
+/// True when `path` holds exactly `file`; an error when something other than a regular file of
+/// at most its size is there.
+pub fn verified(path: &Path, file: &RemoteFile) -> Result<bool> {
+    Ok(digest_of(path, file.size)?.is_some_and(|(h, n)| n == file.size && hex::encode(h.finalize()) == file.sha256))
 }
 
 /// The `.part` file of `path`.
@@ -53,30 +73,43 @@ fn part_of(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Fetches `file` from `url` into `dir`, giving up on a server silent for `timeout`;
-/// `progress` is told (bytes so far, bytes in all).
+/// How long a download may take: `idle` bounds each silence of the server (connecting, the
+/// response, every read of the body), `total` the whole transfer when given.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// The longest silence.
+    pub idle: Duration,
+    /// The longest whole transfer (None: no limit).
+    pub total: Option<Duration>,
+}
+
+/// Fetches `file` from `url` into `dir` within `timeouts`; `progress` is told (bytes so far,
+/// bytes in all).
 pub fn download(
     url: &str,
     file: &RemoteFile,
     dir: &Path,
-    timeout: Duration,
+    timeouts: Timeouts,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Fetched> {
     let path = dir.join(file.name);
-    if verified(&path, file) {
+    if verified(&path, file)? {
         progress(file.size, file.size);
         return Ok(Fetched::Present);
     }
+    replaceable(&path)?;
     let part = part_of(&path);
     let io = |e: std::io::Error| failed(url, e);
-    let (mut hash, mut have) = match digest_of(&part) {
-        Ok((hash, have)) if have < file.size => (hash, have),
+    let (mut hash, mut have) = match digest_of(&part, file.size)? {
+        Some((hash, have)) if have < file.size => (hash, have),
         _ => (Sha256::new(), 0),
     };
+    let idle = Some(timeouts.idle);
     let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(Some(timeout))
-        .timeout_recv_response(Some(timeout))
-        .timeout_recv_body(Some(timeout))
+        .timeout_connect(idle)
+        .timeout_recv_response(idle)
+        .timeout_per_read(idle)
+        .timeout_global(timeouts.total)
         .http_status_as_error(false)
         .build()
         .into();
@@ -94,8 +127,12 @@ pub fn download(
     if !resumed {
         (hash, have) = (Sha256::new(), 0);
     }
-    let mut out =
-        OpenOptions::new().create(true).write(true).append(resumed).truncate(!resumed).open(&part).map_err(io)?;
+    // Never through a link, never into a FIFO or a device.
+    let mut out = open(&part, OpenOptions::new().create(true).write(true).append(resumed).mode(PUBLIC))?;
+    regular(&out, &part)?;
+    if !resumed {
+        out.set_len(0).map_err(io)?;
+    }
     let mut body = response.body_mut().with_config().limit(file.size - have).reader();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -132,6 +169,6 @@ pub fn download(
         let _ = std::fs::remove_file(&part);
         return Err(failed(url, format!("its SHA-256 is not the published {} (nothing kept)", file.sha256)));
     }
-    std::fs::rename(&part, &path).map_err(io)?;
+    rename_over(&part, &path)?;
     Ok(Fetched::Downloaded)
 }

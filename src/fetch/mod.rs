@@ -8,20 +8,30 @@ pub mod extract;
 pub mod remote;
 
 use crate::cache_dir::cache_dir;
-use download::{Fetched, download};
+use crate::cache_key::cache_key;
+use crate::safe_files::file_error;
+use download::{Fetched, Timeouts, download};
 use dp_data::DatasetName;
-use dp_engine::error::Result;
+use dp_data::SecretKey;
+use dp_engine::error::{EngineError, Result};
 use remote::remote;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Where a fetch gets its files.
 #[derive(Debug, Clone)]
 pub struct Source {
     /// The URL the file names are appended to (None: where the dataset is published).
     pub mirror: Option<String>,
-    /// How long a silent server is waited for.
-    pub timeout: Duration,
+    /// How long a silent server is waited for, and a whole transfer.
+    pub timeouts: Timeouts,
+}
+
+/// The key that seals the digests of unpacked archives: the cache folder's.
+fn unpacking_key() -> Result<SecretKey> {
+    let dir = cache_dir().ok_or_else(|| {
+        EngineError::Data("no cache folder for the key that seals unpacked data (set DPTRAIN_CACHE_DIR or HOME)".into())
+    })?;
+    cache_key(&dir)
 }
 
 /// The folder `name` is fetched into by default.
@@ -29,30 +39,38 @@ pub fn default_folder(name: DatasetName) -> Option<PathBuf> {
     cache_dir().map(|c| c.join("datasets").join(remote(name).folder))
 }
 
-/// True when `dir` holds all of `name`'s files (verified, or unpacked).
+/// True when `dir` holds all of `name`'s files, verified (unpacked ones against the digests
+/// recorded at unpacking).
 pub fn complete(name: DatasetName, dir: &Path) -> bool {
     let r = remote(name);
-    if r.archive { extract::unpacked(dir) } else { r.files.iter().all(|f| download::verified(&dir.join(f.name), f)) }
+    if r.archive {
+        unpacking_key().is_ok_and(|key| extract::unpacked(dir, &key))
+    } else {
+        r.files.iter().all(|f| download::verified(&dir.join(f.name), f).unwrap_or(false))
+    }
 }
 
 /// Fetches `name` into `dir` from `source`; `progress` is told (file, bytes so far, bytes in
 /// all). True when something was downloaded, false when everything was already there.
 pub fn fetch(name: DatasetName, dir: &Path, source: &Source, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<bool> {
     let r = remote(name);
-    if r.archive && extract::unpacked(dir) {
+    let key = if r.archive { Some(unpacking_key()?) } else { None };
+    if let Some(key) = &key
+        && extract::unpacked(dir, key)
+    {
         return Ok(false);
     }
-    std::fs::create_dir_all(dir).map_err(|e| dp_engine::error::EngineError::Data(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| file_error(dir, e))?;
     let base = source.mirror.as_deref().unwrap_or(r.base).trim_end_matches('/');
     let mut downloaded = false;
     for file in r.files {
         let url = format!("{base}/{}", file.name);
-        let got = download(&url, file, dir, source.timeout, &mut |done, all| progress(file.name, done, all))?;
+        let got = download(&url, file, dir, source.timeouts, &mut |done, all| progress(file.name, done, all))?;
         downloaded |= got == Fetched::Downloaded;
     }
-    if r.archive {
+    if let Some(key) = &key {
         let archive = dir.join(r.files[0].name);
-        extract::unpack(&archive, dir)?;
+        extract::unpack(&archive, dir, key)?;
         let _ = std::fs::remove_file(archive);
         downloaded = true;
     }

@@ -7,12 +7,11 @@
 //! run has nothing left to resume, and its released model keeps its guarantee only while the
 //! noise cannot be regenerated.
 
-use super::files::{OWNER_ONLY, folder_error, read_regular, remove_if_present, write_atomic};
+use crate::safe_files::{OWNER_ONLY, file_error, read_secret, remove_if_present, write_atomic};
 use dp_data::SecretKey;
 use dp_engine::dp_checkpoint::StreamKeys;
 use dp_engine::error::Result;
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The key file's name in the run folder.
@@ -76,7 +75,7 @@ impl RunKeys {
             mac_key: hex::encode(self.mac.as_bytes()),
         };
         let path = key_path(run_dir);
-        let json = serde_json::to_vec_pretty(&file).map_err(|e| folder_error(&path, e))?;
+        let json = serde_json::to_vec_pretty(&file).map_err(|e| file_error(&path, e))?;
         write_atomic(&path, &json, OWNER_ONLY)
     }
 
@@ -84,24 +83,14 @@ impl RunKeys {
     /// or holds keys that are not its seed's.
     pub fn load(run_dir: &Path) -> Result<Self> {
         let path = key_path(run_dir);
-        if !super::files::occupied(&path) {
-            return Err(folder_error(
+        if !crate::safe_files::occupied(&path) {
+            return Err(file_error(
                 &path,
                 "is missing: a run's key file is removed when it completes (--keep-key keeps it), and a run cannot be resumed without it",
             ));
         }
-        let bytes = read_regular(&path, MAX_KEY_FILE)?;
-        let mode = std::fs::symlink_metadata(&path).map_err(|e| folder_error(&path, e))?.permissions().mode();
-        if mode & 0o077 != 0 {
-            return Err(folder_error(
-                &path,
-                format!(
-                    "is readable by others (mode {:o}): it holds the run's secret keys; chmod 600 it",
-                    mode & 0o777
-                ),
-            ));
-        }
-        let bad = |what: &str| folder_error(&path, format!("is not a dptrain key file ({what})"));
+        let bytes = read_secret(&path, MAX_KEY_FILE)?;
+        let bad = |what: &str| file_error(&path, format!("is not a dptrain key file ({what})"));
         let file: KeyFile = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
         if file.format != FORMAT {
             return Err(bad(&format!("format '{}'", file.format)));
@@ -121,7 +110,7 @@ impl RunKeys {
         if let Some(seed) = keys.seed {
             let derived = SecretKey::from_seed(seed);
             if *keys.streams.sampler_key() != derived || *keys.streams.noise_key() != derived {
-                return Err(folder_error(&path, "its keys are not those of its seed"));
+                return Err(file_error(&path, "its keys are not those of its seed"));
             }
         }
         Ok(keys)
@@ -136,6 +125,7 @@ impl RunKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_key_file_is_owner_only_and_round_trips() {

@@ -7,18 +7,18 @@
 //! - `run.key`: the secrets (stream keys, MAC key, seed), owner-only, removed when the run
 //!   completes ([`keys`]);
 //! - `metrics.jsonl` and `report.json`: what the run printed;
-//! - `lock`: held by the one process running in the folder ([`lock`]).
+//! - the folder itself is locked by the one process running in it ([`lock`]).
 //!
 //! Every file is read without following links and refused unless regular and of a bounded
-//! size, and written atomically through an exclusively created temporary file ([`files`]).
+//! size, and written atomically through an exclusively created temporary file
+//! ([`crate::safe_files`]).
 
-pub mod files;
 pub mod keys;
 pub mod lock;
 
+use crate::safe_files::{PUBLIC, append_line, file_error, occupied, read_regular, remove_if_present, write_atomic};
 use crate::train_config::TrainConfig;
 use dp_engine::error::{EngineError, Result};
-use files::{PUBLIC, append_line, folder_error, occupied, read_regular, remove_if_present, write_atomic};
 use keys::{KEY_FILE, RunKeys};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -39,7 +39,7 @@ pub const PLOT_PNG: &str = "curves.png";
 const RUN_FILES: [&str; 7] = ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE, PLOT_FILE, PLOT_PNG];
 
 /// The largest config.toml read.
-const MAX_CONFIG: u64 = 1 << 20;
+pub const MAX_CONFIG: u64 = 1 << 20;
 /// The largest metrics.jsonl read (a long run logs a few megabytes).
 const MAX_METRICS: u64 = 256 << 20;
 /// The largest report.json read.
@@ -73,7 +73,7 @@ pub fn start(run_dir: &Path, config: &TrainConfig, z: Option<f64>, overwrite: bo
     }
     let path = run_dir.join(CONFIG_FILE);
     let public = TrainConfig { seed: None, ..config.clone() };
-    let settings = toml::to_string(&public).map_err(|e| folder_error(&path, e))?;
+    let settings = toml::to_string(&public).map_err(|e| file_error(&path, e))?;
     let z = z.map_or("none (no noise)".to_string(), |z| z.to_string());
     let seeded = if config.seed.is_some() { " It is seeded; the seed is kept in run.key." } else { "" };
     let toml = format!("# The settings of this run; its noise multiplier resolves to {z}.{seeded}\n{settings}");
@@ -90,7 +90,7 @@ pub fn read_config(run_dir: &Path) -> Result<(TrainConfig, String)> {
     let config = std::str::from_utf8(&bytes)
         .ok()
         .and_then(|text| toml::from_str(text).ok())
-        .ok_or_else(|| folder_error(&path, "not a run configuration"))?;
+        .ok_or_else(|| file_error(&path, "not a run configuration"))?;
     Ok((config, sha256_hex(&bytes)))
 }
 
@@ -102,7 +102,7 @@ pub fn read_keys(run_dir: &Path) -> Result<RunKeys> {
             .and_then(|r| serde_json::from_slice::<serde_json::Value>(&r).ok())
             .is_some_and(|r| r["completed"] == true && !occupied(&keys::key_path(run_dir)));
         if completed {
-            folder_error(
+            file_error(
                 run_dir,
                 "the run is complete (its key file was removed at the end): nothing is left to resume; start a new run with --overwrite or another --out-dir",
             )
@@ -132,12 +132,12 @@ pub fn keep_metrics_until(path: &Path, step: u64) -> Result<()> {
 
 /// Appends `value` as one JSON line to `path`.
 pub fn log(path: &Path, value: &impl Serialize) -> Result<()> {
-    append_line(path, &serde_json::to_string(value).map_err(|e| folder_error(path, e))?)
+    append_line(path, &serde_json::to_string(value).map_err(|e| file_error(path, e))?)
 }
 
 /// Writes the run's report.json.
 pub fn write_report(run_dir: &Path, report: &impl Serialize) -> Result<()> {
     let path = run_dir.join(REPORT_FILE);
-    let json = serde_json::to_vec_pretty(report).map_err(|e| folder_error(&path, e))?;
+    let json = serde_json::to_vec_pretty(report).map_err(|e| file_error(&path, e))?;
     write_atomic(&path, &json, PUBLIC)
 }

@@ -184,6 +184,11 @@ impl<M: Module> DpOptimizer<M> {
         &self.notes
     }
 
+    /// Adds the caveats found by `make_private`'s dry run.
+    pub(crate) fn add_notes(&mut self, notes: impl IntoIterator<Item = String>) {
+        self.notes.extend(notes);
+    }
+
     /// Every privatised step so far.
     pub fn ledger(&self) -> &PrivacyLedger {
         self.step.ledger()

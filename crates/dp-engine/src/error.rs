@@ -38,6 +38,9 @@ pub enum EngineError {
     /// The data could not be loaded (the message names the file).
     #[error("{0}")]
     Data(String),
+    /// Ctrl-C or SIGTERM stopped work that leaves nothing to resume (what was being done).
+    #[error("interrupted {0}")]
+    Interrupted(String),
     /// Privacy accounting refused the run (bad parameters, unreachable target, exhausted budget).
     #[error("privacy: {0}")]
     Privacy(String),

@@ -33,6 +33,7 @@ use crate::plan::{Plan, fresh_sampler, plan};
 use crate::privacy_config::PrivacyConfig;
 use crate::step::StepState;
 use crate::step::batching::Batching;
+use crate::step::independence::independence;
 use crate::step::lot::{LotSource, lot_sum};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
@@ -90,7 +91,7 @@ impl PrivacyEngine {
     ) -> Result<DpOptimizer<M>> {
         let (config, plan, device) = self.planned(source, device)?;
         let table = ParamTable::of(model)?;
-        dry_run(model, source, Batching::for_device(self.batch_size, &device), &table, &device.device)?;
+        let scaled = dry_run(model, source, Batching::for_device(self.batch_size, &device), &table, &device.device)?;
         let keys = match self.keys {
             Some(keys) => keys,
             None => StreamKeys::for_run(config.settings.seed),
@@ -98,7 +99,9 @@ impl PrivacyEngine {
         let sampler = fresh_sampler(&config, &plan, keys.sampler_stream())?;
         let state = StepState::fresh(sampler, keys.noise_stream());
         let start = StartFrom { keys, state, steps_taken: 0, average: None };
-        DpOptimizer::assemble(config, plan, &table, optimizer, start, self.batch_size, &device)
+        let mut dp = DpOptimizer::assemble(config, plan, &table, optimizer, start, self.batch_size, &device)?;
+        dp.add_notes(scaled);
+        Ok(dp)
     }
 
     /// Continues the run that wrote `checkpoint` (with [`DpOptimizer::checkpoint`]) on the same
@@ -152,16 +155,18 @@ impl PrivacyEngine {
     }
 }
 
-/// The loss and the per-example gradients of `model` on the first two examples of `source`,
-/// so that a mistake in the model or the loss is a one-line error before the run starts; a
-/// parameter that no layer recorded (it would have no per-example gradient) is refused by name.
+/// The loss and the per-example gradients of `model` on the first examples of `source`, so that
+/// a mistake in the model or the loss is a one-line error before the run starts: a parameter
+/// that no layer recorded (it would have no per-example gradient) is refused by name, and so is
+/// a loss that mixes the examples of a batch ([`independence`]). Gives the note of a loss
+/// divided by the batch's size, if so.
 fn dry_run<M: Module>(
     model: &M,
     source: &dyn LotSource<M>,
     batching: Batching,
     table: &ParamTable,
     device: &Device,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let lot: Vec<usize> = (0..source.len().min(2)).collect();
     let inference = model.valid();
     without_panics(|| {
@@ -173,19 +178,19 @@ fn dry_run<M: Module>(
             return Err(EngineError::invalid(
                 "loss",
                 format!(
-                    "the lot source gave losses of shape {dims:?} for {} examples: one per example and view is needed ({views} views each)",
+                    "the lot source gave losses of shape {dims:?} for {} examples: one per example and view is needed ({views} views each); dp_engine::loss::cross_entropy gives a classifier's",
                     lot.len()
                 ),
             ));
         }
         table.check_recorded(tape.params())?;
-        lot_sum(&inference, source, &lot, batching, table, None, device).map(|_| ())
+        lot_sum(&inference, source, &lot, batching, table, None, device)?;
+        independence(&inference, source, device)
     })
 }
-
 /// Runs `f`, turning a panic inside it (Burn's shape checks panic) into a one-line error, with
 /// the panic message silenced.
-fn without_panics(f: impl FnOnce() -> Result<()>) -> Result<()> {
+fn without_panics<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
     let outcome = panic::catch_unwind(AssertUnwindSafe(f));

@@ -53,19 +53,34 @@ struct PlainRegressor {
 }
 
 /// A user's data with a squared-error loss; `width` is what the rows are cut to (a mismatch
-/// with the model is a mistake), `mean_only` returns the batch's mean loss (another mistake).
+/// with the model is a mistake), `reduction` what the user does to the examples' losses.
 struct Squares {
     x: Vec<[f32; FEATURES]>,
     y: Vec<f32>,
     width: usize,
-    mean_only: bool,
+    reduction: Reduction,
+}
+
+/// What a user's loss does to each example's squared error `e` of a batch of B.
+#[derive(Clone, Copy, PartialEq)]
+enum Reduction {
+    /// `e`: each example's own loss (right).
+    PerExample,
+    /// The batch's mean, one value (not one per example).
+    MeanOnly,
+    /// `e * mean(e)`: each loss scaled by the others' (not DP).
+    TimesMean,
+    /// `e + mean(e)^2 - detach(mean(e)^2)`: the same values, gradients mixed (not DP).
+    GradientMixed,
+    /// `e / B`: benign, a note.
+    DividedByBatch,
 }
 
 impl Squares {
     fn new(n: usize) -> Self {
         let x = (0..n).map(|i| [i as f32 / n as f32, (i % 3) as f32 - 1.0, 0.5]).collect();
         let y = (0..n).map(|i| (i as f32 * 0.7).sin()).collect();
-        Self { x, y, width: FEATURES, mean_only: false }
+        Self { x, y, width: FEATURES, reduction: Reduction::PerExample }
     }
 }
 
@@ -80,7 +95,18 @@ impl<M: Forward> LotSource<M> for Squares {
         let y: Vec<f32> = indices.iter().map(|&i| self.y[i]).collect();
         let y = Tensor::<2>::from_data(TensorData::new(y, [indices.len(), 1]), device);
         let err = (model.predict(x) - y).powi_scalar(2);
-        let losses = if self.mean_only { err.mean() } else { err.flatten(0, 1) };
+        let err = err.flatten::<1>(0, 1);
+        let losses = match self.reduction {
+            Reduction::PerExample => err,
+            Reduction::MeanOnly => err.mean(),
+            Reduction::TimesMean => err.clone() * err.mean(),
+            Reduction::GradientMixed => {
+                let mean = err.clone().mean();
+                let square = mean.clone() * mean;
+                err + (square.clone() - square.detach())
+            }
+            Reduction::DividedByBatch => err.div_scalar(indices.len() as f64),
+        };
         Ok(ExampleLosses { losses, correct: None })
     }
 }
@@ -186,17 +212,35 @@ fn refusal<M: Forward>(model: &M, data: &Squares) -> String {
 fn mistakes_in_the_model_or_the_loss_are_one_line_errors_before_the_run() {
     let device = backend::cpu();
     let model = regressor(&device);
-    let not_per_example = Squares { mean_only: true, ..Squares::new(8) };
-    assert!(refusal(&model, &not_per_example).contains("one per example"));
+    let not_per_example = Squares { reduction: Reduction::MeanOnly, ..Squares::new(8) };
+    let err = refusal(&model, &not_per_example);
+    assert!(err.contains("one per example") && err.contains("dp_engine::loss::cross_entropy"), "{err}");
+    // Losses that mix the examples of a batch, in value or in gradient only: not DP, refused.
+    for mixing in [Reduction::TimesMean, Reduction::GradientMixed] {
+        let err = refusal(&model, &Squares { reduction: mixing, ..Squares::new(8) });
+        assert!(err.contains("mixes the examples of a batch") && err.contains("cross_entropy"), "{err}");
+    }
     let narrow = Squares { width: 2, ..Squares::new(8) };
     assert!(refusal(&model, &narrow).contains("forward pass"));
     let plain = PlainRegressor { fc: burn::nn::LinearConfig::new(FEATURES, 1).init(&device.device) };
     let err = refusal(&plain, &Squares::new(8));
     assert!(err.contains("`fc.weight`") && err.contains("DpLinear"), "{err}");
-    // The same model and data without the mistake are accepted.
-    PrivacyEngine::new(PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(4))
-        .make_private(&model, SgdConfig::new().init(), &Squares::new(8), &device.device)
-        .expect("fine");
+    // The same model and data without the mistake are accepted, with no note about the loss;
+    // a loss divided by the batch's size is accepted with a note that names its cost.
+    let loss_notes = |reduction| {
+        let dp = PrivacyEngine::new(PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(4))
+            .make_private(&model, SgdConfig::new().init(), &Squares { reduction, ..Squares::new(8) }, &device.device)
+            .expect("accepted");
+        dp.notes().iter().filter(|n| n.contains("loss")).cloned().collect::<Vec<_>>()
+    };
+    assert!(loss_notes(Reduction::PerExample).is_empty());
+    let notes = loss_notes(Reduction::DividedByBatch);
+    assert!(
+        notes.len() == 1
+            && notes[0].contains("divided by the physical batch's size")
+            && notes[0].contains("utility, not privacy"),
+        "{notes:?}"
+    );
 }
 
 /// A mechanism defined outside dp-engine, in one place: the Gaussian mechanism at twice the

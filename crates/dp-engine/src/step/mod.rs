@@ -8,6 +8,7 @@
 pub mod batching;
 pub mod dataset_lots;
 pub mod hook;
+pub mod independence;
 pub mod lot;
 pub mod plain;
 pub mod private;
