@@ -5,9 +5,9 @@
 //! silently at 16.8% and 12.0% accuracy under the usual label); without the key, an edit is a
 //! cache miss, and the content is recomputed or refused.
 
-use crate::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, write_atomic};
 use dp_data::SecretKey;
 use dp_engine::error::Result;
+use dp_engine::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, write_atomic};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::path::Path;

@@ -7,25 +7,29 @@
 //! complete state. Loading checks the MAC; what the privacy claim depends on is then checked
 //! against the run by the library (`dp_checkpoint::restore`).
 //!
-//! Layout: `DPTCKPT5` | header length (u64 LE) | header JSON | the library's checkpoint (one
+//! Layout: `DPTCKPT6` | header length (u64 LE) | header JSON | the library's checkpoint (one
 //! burnpack, `DpCheckpoint::to_bytes`) | MAC.
 
 use crate::run_folder::sha256_hex;
-use crate::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_data::SecretKey;
 use dp_engine::dp_checkpoint::DpCheckpoint;
 use dp_engine::error::{EngineError, Result};
+use dp_engine::safe_files::{PUBLIC, read_regular, write_atomic};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use std::path::{Path, PathBuf};
 
 /// The first bytes of every checkpoint.
-const MAGIC: &[u8; 8] = b"DPTCKPT5";
+const MAGIC: &[u8; 8] = b"DPTCKPT6";
 /// The first bytes of older versions, and why this one cannot resume them.
-const OLD_VERSIONS: [(&[u8; 8], &str); 2] = [
+const OLD_VERSIONS: [(&[u8; 8], &str); 3] = [
     (b"DPTCKPT2", "written by an older dptrain, which kept the run's keys in it: it cannot be resumed"),
     (b"DPTCKPT4", "written by an older dptrain, whose ledger held no events: finish the run with that version"),
+    (
+        b"DPTCKPT5",
+        "written by an older dptrain, which did not record its keys' fingerprint: finish the run with that version",
+    ),
 ];
 /// The largest header accepted (a header is a few hundred bytes; this bounds what a damaged
 /// length field can make the reader allocate).

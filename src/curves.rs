@@ -8,8 +8,8 @@
 //! progress bar's is not.
 
 use crate::run_folder::{METRICS_FILE, PLOT_FILE};
-use crate::safe_files::{PUBLIC, file_error, read_regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
+use dp_engine::safe_files::{PUBLIC, file_error, read_regular, write_atomic};
 use dp_erm::plot::{COLORS, register_font};
 use plotters::coord::Shift;
 use plotters::prelude::*;

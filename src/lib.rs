@@ -11,7 +11,6 @@ pub mod checkpoint;
 pub mod curves;
 pub mod fetch;
 pub mod run_folder;
-pub mod safe_files;
 pub mod scattered;
 pub mod train_config;
 pub mod trainer;

@@ -10,9 +10,9 @@
 //! the images.
 
 use crate::cache_key::{SEAL_BYTES, cache_key, seal, verifies};
-use crate::safe_files::{OWNER_ONLY, read_regular, write_atomic};
 use dp_data::{ImageDataset, SecretKey};
 use dp_engine::error::{EngineError, Result};
+use dp_engine::safe_files::{OWNER_ONLY, read_regular, write_atomic};
 use dp_engine::scatter_net::ScatterNet;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

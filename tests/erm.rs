@@ -90,6 +90,9 @@ fn every_method_reports_its_label_and_the_files_are_written() {
         dir.path().join("again").to_str().unwrap(),
     ]);
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    // Before the runs, what each method will take.
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("estimated time (one pass over the") && said.contains("non-private"), "{said}");
 }
 
 #[test]

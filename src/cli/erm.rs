@@ -7,6 +7,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_data::TabularData;
 use dp_engine::DeviceChoice;
+use dp_engine::safe_files::{PUBLIC, write_atomic};
+use dp_erm::methods::{Took, cost};
 use dp_erm::plot::{Metric, draw};
 use dp_erm::{Compute, Experiment, ExperimentReport, Method, ModelKind, Problem};
 use std::path::{Path, PathBuf};
@@ -134,6 +136,7 @@ pub fn run(args: ErmArgs) -> Result<()> {
         seed: args.seed,
         private_data_dir: private_dir,
     };
+    estimate(&problem, &experiment);
     let bar = Progress::new(Some(experiment.total_runs() as u64), "runs");
     let mut cell = String::new();
     let report = experiment.run(|method, eps, done| {
@@ -155,6 +158,28 @@ pub fn run(args: ErmArgs) -> Result<()> {
     Ok(())
 }
 
+/// Prints, before the runs, what each method will take: one pass over the training rows timed,
+/// times the passes a run of the method makes (an experiment of hours says so first).
+fn estimate(problem: &Problem, experiment: &Experiment<'_>) {
+    let pass = problem.pass_seconds();
+    eprintln!(
+        "estimated time (one pass over the {} training rows, {} parameters, takes {}):",
+        problem.train.len(),
+        problem.model.dim(),
+        Took(pass)
+    );
+    let (mut expected, mut most) = (0.0, 0.0);
+    for &m in &experiment.methods {
+        let runs = experiment.runs_of(m);
+        let (e, at_most) = cost(problem, m).seconds(runs, pass);
+        let bound = if at_most > e * 1.5 { format!(", at most {}", Took(at_most)) } else { String::new() };
+        eprintln!("  {:<12} {} for {runs} run(s){bound}", m.name(), Took(e));
+        (expected, most) = (expected + e, most + at_most);
+    }
+    let bound = if most > expected * 1.5 { format!(", at most {}", Took(most)) } else { String::new() };
+    eprintln!("  in all       about {}{bound}", Took(expected));
+}
+
 /// Where the training loops run: the host, or a device (`auto`: a real GPU if there is one).
 fn compute(device: &str) -> Result<Compute> {
     Ok(match device {
@@ -173,10 +198,10 @@ fn compute(device: &str) -> Result<Compute> {
 /// plots into `out`; the paths written.
 fn write(report: &ExperimentReport, out: &Path) -> Result<Vec<String>> {
     let csv = out.join("table.csv");
-    std::fs::write(&csv, report.to_csv()).with_context(|| format!("cannot write {}", csv.display()))?;
+    write_atomic(&csv, report.to_csv().as_bytes(), PUBLIC)?;
     let json_path = out.join("report.json");
     let json = serde_json::to_string_pretty(report)?;
-    std::fs::write(&json_path, &json).with_context(|| format!("cannot write {}", json_path.display()))?;
+    write_atomic(&json_path, json.as_bytes(), PUBLIC)?;
     let mut written = vec![csv.display().to_string(), json_path.display().to_string()];
     if report.rows.iter().any(|r| r.method.is_private() && r.runs > 0) {
         for (metric, title, file) in

@@ -25,7 +25,8 @@ pub struct ScheduleArgs {
     #[arg(long, short = 't', value_name = "T", conflicts_with = "epochs", required_unless_present = "epochs")]
     steps: Option<u64>,
 
-    /// Number of epochs E; the steps are ceil(E / q), one epoch being 1/q steps on average.
+    /// Number of epochs E; the steps are E / q rounded (E N / L, as a run plans them), one epoch
+    /// being 1/q steps on average.
     #[arg(long, value_name = "E")]
     epochs: Option<f64>,
 }
@@ -58,9 +59,18 @@ impl ScheduleArgs {
                 if !(e.is_finite() && e > 0.0) {
                     bail!("invalid epochs: {e} (must be a finite number > 0)");
                 }
-                let t = (e / sample_rate).ceil();
+                // As the library plans a run (`PrivacySettings::planned_steps`): E N / L steps,
+                // rounded, so that `dptrain calibrate` and a run of the same settings agree.
+                let t = match (self.sample_rate, self.dataset_size, self.batch_size) {
+                    (None, Some(n), Some(b)) => e * n as f64 / b as f64,
+                    _ => e / sample_rate,
+                }
+                .round();
                 if t > 1e12 {
                     bail!("{e} epochs at sample rate {sample_rate} is more than 1e12 steps");
+                }
+                if t < 1.0 {
+                    bail!("{e} epochs at sample rate {sample_rate} is no step");
                 }
                 t as u64
             }
@@ -82,7 +92,12 @@ mod tests {
     fn epochs_and_dataset_size() {
         let s = args(None, Some(60000), Some(256), None, Some(60.0)).resolve().unwrap();
         assert_eq!(s.sample_rate, 256.0 / 60000.0);
-        assert_eq!(s.steps, 14063); // ceil(60 * 234.375)
+        assert_eq!(s.steps, 14063); // round(60 * 234.375)
+        // As the library plans the same run: 117 steps, not ceil's 118.
+        let s = args(None, Some(60000), Some(512), None, Some(1.0)).resolve().unwrap();
+        let settings =
+            dp_engine::privacy_settings::PrivacySettings { epochs: 1.0, lot_size: 512, ..Default::default() };
+        assert_eq!((s.steps, settings.planned_steps(60000).unwrap()), (117, 117));
         let s = args(Some(0.5), None, None, Some(7), None).resolve().unwrap();
         assert_eq!(s, Schedule { sample_rate: 0.5, steps: 7 });
     }

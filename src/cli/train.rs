@@ -15,14 +15,15 @@ use dp_engine::lr_schedule::LrSchedule;
 use dp_engine::mechanism::MechanismName;
 use dp_engine::optimizer::OptimizerName;
 use dp_engine::privacy_settings::AccountantName;
+use dp_engine::safe_files::{occupied, read_regular};
 use dp_engine::smoothing::SmoothingScope;
 use dptrain::checkpoint::checkpoint_path;
 use dptrain::run_folder::{CONFIG_FILE, MAX_CONFIG};
-use dptrain::safe_files::{occupied, read_regular};
 use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Event, Session, TrainReport, train};
 use dptrain::zoo::ModelName;
 use dptrain::zoo::Normalization;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Train a model with differential privacy (DP-SGD / DP-Adam) and report its accuracy and the
@@ -262,7 +263,16 @@ impl TrainArgs {
     fn resolve(&self) -> Result<TrainConfig> {
         let config = match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+                // A link is followed (a config kept elsewhere), but only to a regular file of a
+                // config's size: a FIFO or /dev/zero is one line, not a hang.
+                let (file, len) = dp_data::data_file::open_regular(path)?;
+                if len > MAX_CONFIG {
+                    bail!("{}: {len} bytes, more than the {MAX_CONFIG} a config may have", path.display());
+                }
+                let mut text = String::new();
+                file.take(MAX_CONFIG)
+                    .read_to_string(&mut text)
+                    .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
                 parse_toml(&text, path)?
             }
             None => TrainConfig::default(),

@@ -3,12 +3,12 @@
 //! and only then renamed to its name; so the final name never holds a partial or unverified
 //! file. A file that is already there and verifies is not fetched again. The folder may be
 //! hostile: a link, FIFO or device at the final or the `.part` name is refused, never read,
-//! written through or renamed over (`crate::safe_files`), and nothing is read past the size the
+//! written through or renamed over (`dp_engine::safe_files`), and nothing is read past the size the
 //! file should have.
 
 use super::remote::RemoteFile;
-use crate::safe_files::{PUBLIC, file_error, occupied, open, regular, rename_over, replaceable};
 use dp_engine::error::{EngineError, Result};
+use dp_engine::safe_files::{PUBLIC, file_error, occupied, open, regular, rename_over, replaceable};
 use sha2::{Digest, Sha256};
 use std::fs::OpenOptions;
 use std::io::{Read, Write};

@@ -6,9 +6,9 @@
 //! (six all-zero ones used to pass as "already there, verified").
 
 use crate::cache_key::{seal, verifies};
-use crate::safe_files::{OWNER_ONLY, PUBLIC, occupied, open, read_regular, regular, write_atomic};
 use dp_data::SecretKey;
 use dp_engine::error::{EngineError, Result};
+use dp_engine::safe_files::{OWNER_ONLY, PUBLIC, occupied, open, read_regular, regular, write_atomic};
 use flate2::read::GzDecoder;
 use sha2::{Digest, Sha256};
 use std::fs::OpenOptions;

@@ -9,11 +9,11 @@ pub mod remote;
 
 use crate::cache_dir::cache_dir;
 use crate::cache_key::cache_key;
-use crate::safe_files::file_error;
 use download::{Fetched, Timeouts, download};
 use dp_data::DatasetName;
 use dp_data::SecretKey;
 use dp_engine::error::{EngineError, Result};
+use dp_engine::safe_files::file_error;
 use remote::remote;
 use std::path::{Path, PathBuf};
 

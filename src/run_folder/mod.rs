@@ -11,14 +11,14 @@
 //!
 //! Every file is read without following links and refused unless regular and of a bounded
 //! size, and written atomically through an exclusively created temporary file
-//! ([`crate::safe_files`]).
+//! ([`dp_engine::safe_files`]).
 
 pub mod keys;
 pub mod lock;
 
-use crate::safe_files::{PUBLIC, append_line, file_error, occupied, read_regular, remove_if_present, write_atomic};
 use crate::train_config::TrainConfig;
 use dp_engine::error::{EngineError, Result};
+use dp_engine::safe_files::{PUBLIC, append_line, file_error, occupied, read_regular, remove_if_present, write_atomic};
 use keys::{KEY_FILE, RunKeys};
 use serde::Serialize;
 use sha2::{Digest, Sha256};

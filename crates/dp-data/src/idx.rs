@@ -2,9 +2,9 @@
 //! a magic number 0x0000TTNN (TT = 0x08 for unsigned bytes, NN = number of dimensions), NN
 //! big-endian u32 sizes, then the data.
 
+use crate::data_file::open_regular;
 use crate::error::{DataError, Result};
 use flate2::read::MultiGzDecoder;
-use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -22,7 +22,7 @@ pub struct IdxArray {
 /// another member are an error when read).
 fn open_maybe_gzip(path: &Path) -> Result<Box<dyn Read>> {
     let io = |reason| DataError::Io { path: path.to_path_buf(), reason };
-    let mut file = File::open(path).map_err(io)?;
+    let (mut file, _) = open_regular(path)?;
     let mut magic = Vec::with_capacity(2);
     (&mut file).take(2).read_to_end(&mut magic).map_err(io)?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;

@@ -5,6 +5,7 @@
 pub mod augment;
 pub mod catalog;
 pub mod cifar10;
+pub mod data_file;
 pub mod error;
 pub mod idx;
 pub mod image_dataset;

@@ -2,12 +2,14 @@
 //! categorical features, a label column by name or index, missing values imputed or dropped and
 //! reported, and a seeded train/test split. Every error names the file and the line.
 
+use crate::data_file::open_regular;
 use crate::error::{DataError, Result};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 
 /// Whether the first line of the file names the columns.
@@ -96,9 +98,18 @@ fn number(field: &str) -> Option<f64> {
     field.trim().parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
+/// What a table's text costs in memory while it is parsed, in copies of its bytes.
+const PARSED_COPIES: u128 = 8;
+
 /// Reads every record, requiring one width for all of them.
 fn read_records(path: &Path) -> Result<Vec<Vec<String>>> {
-    let bytes = std::fs::read(path).map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
+    let (file, len) = open_regular(path)?;
+    // Its bytes, and its fields as strings (a few times the text).
+    crate::memory::check(&format!("reading the table {}", path.display()), Some(u128::from(len) * PARSED_COPIES))?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(len.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(DataError::corrupt(path, "the file is empty"));
     }
@@ -349,18 +360,17 @@ impl TabularData {
         }
     }
 
-    /// Writes the table as CSV with a header (feature names, then `label`) and class names as
+    /// The table as CSV with a header (feature names, then `label`) and class names as
     /// labels, so that [`load_csv`] reads it back.
-    pub fn write_csv(&self, path: &Path) -> Result<()> {
-        let io = |e: csv::Error| DataError::Io { path: path.to_path_buf(), reason: std::io::Error::other(e) };
-        let mut w = csv::Writer::from_path(path).map_err(io)?;
-        w.write_record(self.feature_names.iter().map(String::as_str).chain(["label"])).map_err(io)?;
+    pub fn to_csv(&self) -> std::result::Result<Vec<u8>, csv::Error> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(self.feature_names.iter().map(String::as_str).chain(["label"]))?;
         for i in 0..self.len() {
             let mut record: Vec<String> = self.row(i).iter().map(|v| format!("{v:e}")).collect();
             record.push(self.classes[self.labels[i]].clone());
-            w.write_record(&record).map_err(io)?;
+            w.write_record(&record)?;
         }
-        w.flush().map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })
+        w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
     }
 
     /// A random (train, test) split with `test_fraction` of the rows held out, shuffled by `seed`.
@@ -462,7 +472,7 @@ mod tests {
     fn written_tables_read_back() {
         let d = load("a,b,y\n0.5,1e-3,cat\n2,3,dog\n", &CsvOptions::default()).unwrap();
         let out = tempfile::NamedTempFile::new().unwrap();
-        d.write_csv(out.path()).unwrap();
+        std::fs::write(out.path(), d.to_csv().unwrap()).unwrap();
         let back =
             load_csv(out.path(), &CsvOptions { label: LabelColumn::Name("label".into()), ..CsvOptions::default() })
                 .unwrap();

@@ -21,6 +21,7 @@ use crate::noise::{GaussianNoise, NOISE_STREAM};
 use crate::parameter_average::ParameterAverage;
 use crate::plan::{Plan, sampling};
 use crate::privacy_config::PrivacyConfig;
+use crate::safe_files::{PUBLIC, read_regular, write_atomic};
 use crate::step::StepState;
 use crate::tensor_io::{to_host, vector};
 use burn::module::{Module, ModuleVisitor, Param};
@@ -37,7 +38,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The `format` metadata of a checkpoint's burnpack.
-const FORMAT: &str = "dp-engine-checkpoint-2";
+const FORMAT: &str = "dp-engine-checkpoint-3";
 
 /// The keys of a run's lot sampler and noise streams: secret (anyone holding the noise key can
 /// subtract the noise), unless derived from a seed.
@@ -83,6 +84,9 @@ impl StreamKeys {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DpStateHeader {
+    /// The fingerprint of the run's stream keys ([`StreamKeys::fingerprint`]): a resume with
+    /// other keys (another seed, a lost key file replaced by new keys) is refused.
+    pub keys: String,
     /// Steps the run plans in total.
     pub planned_steps: u64,
     /// Steps taken so far.
@@ -148,14 +152,14 @@ fn take_tensor(tensors: &mut BTreeMap<String, PackTensor>, name: &str, dtype: DT
 
 impl DpCheckpoint {
     /// The checkpoint of `model` and `optimizer` with the step's `state` after `step` of
-    /// `planned_steps` steps.
+    /// `planned_steps` steps of the run whose streams `keys` drive.
     pub fn capture<M: Module>(
         model: &M,
         optimizer: &ModuleOptimizer,
         state: StepState,
         average: Option<&ParameterAverage<M>>,
-        step: u64,
-        planned_steps: u64,
+        (step, planned_steps): (u64, u64),
+        keys: &StreamKeys,
     ) -> Result<Self> {
         let record = |e: burn::store::RecordError| EngineError::invalid("checkpoint", format!("{e:?}"));
         let bytes_of = |m: &M| Ok::<_, EngineError>(m.clone().into_record().into_bytes().map_err(record)?.to_vec());
@@ -169,6 +173,7 @@ impl DpCheckpoint {
         };
         let optimizer_bytes = optimizer.into_bytes().map_err(record)?.to_vec();
         let header = DpStateHeader {
+            keys: keys.fingerprint(),
             planned_steps,
             step,
             ledger: state.ledger,
@@ -217,9 +222,9 @@ impl DpCheckpoint {
     }
 
     /// Writes the checkpoint to `path` as a burnpack file, atomically (never a partial file
-    /// under the final name).
+    /// under the final name), never through a link or over anything but a regular file.
     pub fn save(&self, path: &Path) -> Result<()> {
-        self.writer()?.auto_extension(false).write_to_file(path).map_err(pack_error)
+        write_atomic(path, &self.to_bytes()?, PUBLIC)
     }
 
     /// A checkpoint read from `bytes` (as [`Self::to_bytes`] wrote them), refused in one line
@@ -228,9 +233,10 @@ impl DpCheckpoint {
         Self::read(Reader::from_bytes(Bytes::from_bytes_vec(bytes.to_vec())).map_err(pack_error)?)
     }
 
-    /// A checkpoint read from the burnpack file at `path` (as [`Self::save`] wrote it).
+    /// A checkpoint read from the burnpack file at `path` (as [`Self::save`] wrote it): a
+    /// regular file, not a link, no larger than the memory budget.
     pub fn load(path: &Path) -> Result<Self> {
-        Self::read(Reader::from_file_exact(path).map_err(pack_error)?)
+        Self::from_bytes(&read_regular(path, dp_data::memory::budget())?)
     }
 
     fn read(reader: Reader) -> Result<Self> {
@@ -314,6 +320,11 @@ pub fn restore<M: Module>(
     let refuse = EngineError::Resume;
     let mechanism = config.mechanism.as_ref();
     let h = ckpt.header;
+    if h.keys != keys.fingerprint() {
+        return Err(refuse(
+            "the keys given are not the ones this checkpoint was written with (their fingerprints differ): give the run's own keys (StreamKeys::load of its key file) or, for a seeded run, its seed".into(),
+        ));
+    }
     if h.planned_steps != plan.planned_steps || h.step > plan.planned_steps {
         return Err(refuse(format!(
             "step {} of {} planned; the run plans {}",
@@ -351,6 +362,11 @@ pub fn restore<M: Module>(
             sampler.position()
         )));
     }
+    let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(ckpt.model))
+        .map_err(|e| refuse(format!("model record: {e:?}")))?;
+    // The record brings back the parameters' ids, which the optimiser's record is keyed by.
+    let model =
+        model.try_load_record(record).map_err(|e| refuse(format!("the model record does not fit the model: {e:?}")))?;
     let table = ParamTable::of(&model)?;
     let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
     let noise = match (mechanism.is_private(), h.noise) {
@@ -363,18 +379,15 @@ pub fn restore<M: Module>(
     };
     let allocation = restored_allocation(ckpt.allocation, &h.ledger, config, plan, &table, h.step, device)?;
     let average = restored_average(ckpt.average, &model, h.step)?;
-    let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(ckpt.model))
-        .map_err(|e| refuse(format!("model record: {e:?}")))?;
-    // The record brings back the parameters' ids, which the optimiser's record is keyed by.
-    let model =
-        model.try_load_record(record).map_err(|e| refuse(format!("the model record does not fit the model: {e:?}")))?;
     let record = OptimizerRecord::from_bytes(Bytes::from_bytes_vec(ckpt.optimizer))
         .map_err(|e| refuse(format!("optimizer record: {e:?}")))?;
     // Burn loads the optimiser's state on its default device, and moves it at the next step.
     if !record.is_empty() {
         dp_kernels::wgpu_probe::default_device_opens().map_err(|e| EngineError::Device(DeviceError(e)))?;
     }
-    let optimizer = optimizer.load_record(record);
+    // burn-optim panics on a record whose tensors carry no parameter id.
+    let optimizer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| optimizer.load_record(record)))
+        .map_err(|_| refuse("its optimizer record does not fit the optimizer".into()))?;
     let state = StepState { sampler, noise, ledger: h.ledger, allocation };
     Ok(Restored { model: model.train(), optimizer, state, step: h.step, average })
 }

@@ -88,6 +88,16 @@ impl<M: Module> DpOptimizer<M> {
         if !(lr.is_finite() && lr >= 0.0) {
             return Err(EngineError::invalid("learning rate", format!("{lr} is not a non-negative number")));
         }
+        // A model moved after make_private would fail deep inside Burn with its own message.
+        if let Some(other) = model.devices().into_iter().find(|d| *d != self.device) {
+            return Err(EngineError::invalid(
+                "model",
+                format!(
+                    "it is on {other:?}, but make_private set the run up on {:?}: keep the model on the run's device (move it back with Module::to_device), or make_private on the other",
+                    self.device
+                ),
+            ));
+        }
         source.at_step(self.steps_taken);
         // burn-optim updates autodiff parameters: a model built on a plain device is switched.
         let out = self.step.step(model.train(), &mut self.optimizer, lr, source, &self.device)?;
@@ -204,7 +214,14 @@ impl<M: Module> DpOptimizer<M> {
     /// continues exactly where this run is.
     pub fn checkpoint(&self, model: &M) -> Result<DpCheckpoint> {
         let (step, planned) = (self.steps_taken, self.plan.planned_steps);
-        DpCheckpoint::capture(model, &self.optimizer, self.step.state(), self.average.as_ref(), step, planned)
+        DpCheckpoint::capture(
+            model,
+            &self.optimizer,
+            self.step.state(),
+            self.average.as_ref(),
+            (step, planned),
+            &self.keys,
+        )
     }
 
     /// The keys of the lot sampler's and the noise's streams: secret unless the run is seeded

@@ -124,7 +124,7 @@ impl PrivacyEngine {
             (None, Some(seed)) => StreamKeys::for_run(Some(seed)),
             (None, None) => {
                 return Err(EngineError::Resume(
-                    "an unseeded run resumes with its own keys: give them with_keys".into(),
+                    "give the run's keys: with_keys(StreamKeys::load(its key file)), as DpOptimizer::keys gave them; or, for a seeded run, the same seed in its PrivacyConfig".into(),
                 ));
             }
         };

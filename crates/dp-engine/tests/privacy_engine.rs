@@ -234,6 +234,15 @@ fn mistakes_in_the_model_or_the_loss_are_one_line_errors_before_the_run() {
         dp.notes().iter().filter(|n| n.contains("loss")).cloned().collect::<Vec<_>>()
     };
     assert!(loss_notes(Reduction::PerExample).is_empty());
+    // A model moved to another device after make_private: one line, not Burn's panic.
+    let data = Squares::new(8);
+    let mut dp = PrivacyEngine::new(PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(4))
+        .make_private(&model, SgdConfig::new().init(), &data, &device.device)
+        .expect("accepted");
+    let moved = model.clone().to_device(&backend::ndarray().device);
+    let err = dp.step(moved, &data, 0.1).expect_err("another device").to_string();
+    assert!(err.contains("make_private set the run up on") && err.lines().count() == 1, "{err}");
+    assert_eq!(dp.steps_taken(), 0, "no noise released");
     let notes = loss_notes(Reduction::DividedByBatch);
     assert!(
         notes.len() == 1
@@ -320,7 +329,10 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     ckpt.save(&file).expect("saved");
     let bytes = ckpt.to_bytes().expect("bytes");
     assert_eq!(std::fs::read(&file).expect("the file"), bytes, "one format on disk and in memory");
-    let keys = dp.keys().clone();
+    // The keys kept as the library's key file (owner-only), read back for the resume.
+    let key_file = dir.path().join("stream.key");
+    dp.keys().save(&key_file).expect("key file");
+    let keys = StreamKeys::load(&key_file).expect("read back");
     drop((dp, m, ckpt));
     let resume = |privacy: PrivacyConfig, keys: &StreamKeys| {
         let ckpt = DpCheckpoint::load(&file).expect("read back");
@@ -340,6 +352,29 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     assert!(err.contains("cannot resume") && err.lines().count() == 1, "{err}");
     let err = resume(privacy(), &StreamKeys::for_run(Some(12))).err().expect("other keys").to_string();
     assert!(err.contains("seed"), "{err}");
+    // Another seed with its own keys, or fresh keys: the checkpoint's fingerprint refuses them
+    // (both used to resume and go on with other streams).
+    let err = resume(privacy().with_seed(12), &StreamKeys::for_run(Some(12))).err().expect("another seed").to_string();
+    assert!(err.contains("fingerprints differ") && err.lines().count() == 1, "{err}");
+    let unseeded = || PrivacyConfig::new(Optimized).with_noise_multiplier(1.1).with_lot_size(20).with_epochs(2.0);
+    let err = resume(unseeded(), &StreamKeys::for_run(None)).err().expect("fresh keys").to_string();
+    assert!(err.contains("fingerprints differ"), "{err}");
+    // Without keys or seed: told what to give (not that the run is unseeded).
+    let err = PrivacyEngine::new(unseeded())
+        .resume((regressor(&device), adam()), &data, &device.device, DpCheckpoint::load(&file).expect("read"))
+        .err()
+        .expect("no keys")
+        .to_string();
+    assert!(err.contains("StreamKeys::load") && err.contains("seed"), "{err}");
+    // Another model's shape: named as such, not as a noise stream position.
+    let wide = Regressor { fc: DpLinearConfig::new(FEATURES, 2).init(&device.device) };
+    let err = PrivacyEngine::new(privacy())
+        .with_keys(keys.clone())
+        .resume((wide, adam()), &data, &device.device, DpCheckpoint::load(&file).expect("read"))
+        .err()
+        .expect("another model")
+        .to_string();
+    assert!(err.contains("model record does not fit") && err.lines().count() == 1, "{err}");
     for cut in (0..bytes.len()).step_by(97).chain([bytes.len() - 1]) {
         let err = DpCheckpoint::from_bytes(&bytes[..cut]).expect_err("a truncated checkpoint").to_string();
         assert_eq!(err.lines().count(), 1, "{err}");

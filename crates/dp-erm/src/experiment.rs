@@ -7,6 +7,7 @@ use crate::error::{ErmError, Result};
 use crate::methods::{Method, Problem, Settings, run};
 use crate::rng::NoiseRng;
 use dp_accounting::Guarantee;
+use dp_engine::safe_files::{OWNER_ONLY, write_atomic};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -114,6 +115,12 @@ impl Experiment<'_> {
         self.cells().len() * self.repeats
     }
 
+    /// Runs of `method`: one per epsilon and repeat (the non-private baseline's one cell, per
+    /// repeat).
+    pub fn runs_of(&self, method: Method) -> usize {
+        self.cells().iter().filter(|(m, _)| *m == method).count() * self.repeats
+    }
+
     /// Runs every cell; `progress` is told the cell of each run before it starts and how many
     /// runs are finished. A cell whose theorem refuses the setting is reported with the reason;
     /// any other error stops the experiment.
@@ -146,7 +153,10 @@ impl Experiment<'_> {
                 if let (Some(dir), Some(data)) = (&self.private_data_dir, &outcome.private_data) {
                     let eps = epsilon.map_or("inf".to_string(), |e| e.to_string());
                     let path = dir.join(format!("{method}-eps{eps}-run{repeat}.csv"));
-                    data.write_csv(&path).map_err(ErmError::Data)?;
+                    let fail = |reason: String| ErmError::Output { path: path.display().to_string(), reason };
+                    let csv = data.to_csv().map_err(|e| fail(e.to_string()))?;
+                    // The perturbed rows are the private data in another form: owner-only.
+                    write_atomic(&path, &csv, OWNER_ONLY).map_err(|e| fail(e.to_string()))?;
                 }
                 first.get_or_insert(outcome);
             }

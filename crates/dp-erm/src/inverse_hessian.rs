@@ -11,6 +11,8 @@ use crate::objective::Objective;
 
 /// Models with more parameters than this use conjugate gradient instead of a dense factor.
 pub const DENSE_LIMIT: usize = 4096;
+/// The most Hessian products one conjugate-gradient solve takes.
+pub const CG_ITERATIONS: usize = 1000;
 
 /// H^{-1} at one point.
 #[derive(Debug, Clone)]
@@ -60,7 +62,7 @@ impl InverseHessian {
         match self {
             InverseHessian::Factored(c) => Ok(c.solve(v)),
             InverseHessian::ConjugateGradient { theta } => {
-                conjugate_gradient(|p| objective.hessian_vector(theta, p), v, 1e-8, 1000)
+                conjugate_gradient(|p| objective.hessian_vector(theta, p), v, 1e-8, CG_ITERATIONS)
             }
         }
     }

@@ -4,6 +4,7 @@
 use crate::error::{ErmError, Result};
 use crate::experiment::ExperimentReport;
 use crate::methods::Method;
+use dp_engine::safe_files::{PUBLIC, write_atomic};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -71,7 +72,8 @@ pub fn draw(report: &ExperimentReport, metric: Metric, title: &str, path: &Path)
         return Err(fail("no completed private runs to plot".into()));
     }
     register_font().map_err(fail)?;
-    let root = SVGBackend::new(path, (800, 520)).into_drawing_area();
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (800, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
     let plot = Plot {
         report,
@@ -103,7 +105,9 @@ pub fn draw(report: &ExperimentReport, metric: Metric, title: &str, path: &Path)
             )
         }
     };
-    drawn.and_then(|()| root.present().map_err(|e| e.to_string())).map_err(fail)
+    drawn.and_then(|()| root.present().map_err(|e| e.to_string())).map_err(fail)?;
+    drop(root);
+    write_atomic(path, svg.as_bytes(), PUBLIC).map_err(|e| fail(e.to_string()))
 }
 
 /// One plot of a report: the methods it shows, its epsilon axis and its caption.

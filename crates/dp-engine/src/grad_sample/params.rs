@@ -81,6 +81,22 @@ impl ModuleVisitor for Lister {
     }
 }
 
+/// What to use instead of a layer of type `holder` that records no per-example gradient.
+fn replacement(holder: &str) -> String {
+    let converts = |dp: &str, how: &str| format!("use dp_engine::nn::{dp} (burn-nn's {holder} converts with `{how}`)");
+    match holder {
+        "Linear" => converts("DpLinear", ".into()"),
+        "Embedding" => converts("DpEmbedding", ".into()"),
+        "Conv2d" => converts("DpConv2d", "try_into()"),
+        "GroupNorm" => converts("DpGroupNorm", "try_into()"),
+        "LayerNorm" => converts("DpLayerNorm", "try_into()"),
+        h if h.starts_with("BatchNorm") => {
+            "BatchNorm mixes the examples of a batch, so it has no per-example gradient: use dp_engine::nn::DpGroupNorm".into()
+        }
+        _ => "build the model from dp_engine::nn's DpLinear, DpConv2d, DpGroupNorm, DpLayerNorm and DpEmbedding, or give a layer of your own per-example gradients through dp_engine::grad_sample::tape::observe".into(),
+    }
+}
+
 impl ParamTable {
     /// The parameters of `model`; refused when there is none.
     pub fn of<M: Module>(model: &M) -> Result<Self> {
@@ -99,11 +115,10 @@ impl ParamTable {
         match self.params.iter().find(|p| !recorded.contains(&&p.id)) {
             None => Ok(()),
             Some(p) => Err(EngineError::Unsupported(format!(
-                "parameter `{}` belongs to a {}, which recorded no per-example gradient in the forward pass: build \
-                 the model from dp_engine::nn's DpLinear, DpConv2d, DpGroupNorm, DpLayerNorm and DpEmbedding \
-                 (burn-nn's convert with `.into()`), or give a layer of your own per-example gradients through \
-                 dp_engine::grad_sample::tape::observe (BatchNorm mixes the examples of a batch: use DpGroupNorm)",
-                p.path, p.holder
+                "parameter `{}` belongs to a {}, which recorded no per-example gradient in the forward pass: {}",
+                p.path,
+                p.holder,
+                replacement(&p.holder)
             ))),
         }
     }

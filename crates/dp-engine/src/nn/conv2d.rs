@@ -88,8 +88,11 @@ impl TryFrom<burn::nn::conv::Conv2d> for DpConv2d {
     /// gradients. Grouped convolutions and `Same` or asymmetric padding have no DP counterpart.
     fn try_from(layer: burn::nn::conv::Conv2d) -> Result<Self, EngineError> {
         use burn::nn::PaddingConfig2d;
-        let refuse =
-            |what: String| Err(EngineError::Unsupported(format!("a Conv2d with {what} has no DP counterpart")));
+        let refuse = |what: String| {
+            Err(EngineError::Unsupported(format!(
+                "a Conv2d with {what} has no DP counterpart: give a layer of your own per-example gradients through dp_engine::grad_sample::tape::observe"
+            )))
+        };
         if layer.groups != 1 {
             return refuse(format!("{} groups", layer.groups));
         }

@@ -2,12 +2,18 @@
 //! Theorem 1 (c q G sqrt(T ln(1/delta)) / eps), then T steps of minibatch SGD on qn rows drawn
 //! without replacement. The proof linearizes the loss in the noise: `paper-bound`.
 
+use super::cost::Cost;
 use super::{Outcome, Problem, paper_bound, perturb_rows};
 use crate::error::Result;
 use crate::linalg::{axpy, project_ball};
 use crate::objective::regularized;
 use crate::rng::NoiseRng;
 use dp_accounting::paper_bounds::dbdp::theorem1_noise_std;
+
+/// A run: T minibatches of qn rows.
+pub fn cost(problem: &Problem) -> Cost {
+    Cost::per_run(problem.settings.rounds as f64 * problem.settings.sample_rate)
+}
 
 /// Runs Algorithm 1 at `epsilon`.
 pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcome> {

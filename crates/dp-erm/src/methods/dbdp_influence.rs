@@ -7,9 +7,10 @@
 //! Skipping noise by an influence test is not a privacy argument, theta~ is released unperturbed
 //! into the starting point, and Theorem 2 linearizes: `paper-bound`.
 
+use super::cost::Cost;
 use super::{Outcome, Problem, paper_bound};
 use crate::error::{ErmError, Result};
-use crate::inverse_hessian::InverseHessian;
+use crate::inverse_hessian::{CG_ITERATIONS, DENSE_LIMIT, InverseHessian};
 use crate::linalg::{axpy, norm, project_ball};
 use crate::objective::Objective;
 use crate::rng::NoiseRng;
@@ -24,6 +25,25 @@ pub fn influence(inverse: &InverseHessian, objective: &Objective<'_>, gradient: 
 /// ||(c + theta) / theta||_2 with element-wise division (line 9); infinite where theta has a zero.
 pub fn contribution_ratio(contribution: &[f64], theta: &[f64]) -> f64 {
     norm(&contribution.iter().zip(theta).map(|(c, t)| (c + t) / t).collect::<Vec<_>>())
+}
+
+/// A run: T single-example steps, each with an influence H^{-1} g. A model of at most
+/// [`DENSE_LIMIT`] parameters factors its Hessian once (about p passes to build it); a larger one
+/// (a softmax over many classes) solves each by conjugate gradient, up to
+/// [`CG_ITERATIONS`] Hessian products (two passes each) per step.
+pub fn cost(problem: &Problem) -> Cost {
+    let p = problem.model.dim() as f64;
+    let steps = problem.settings.rounds.div_ceil(problem.settings.t_local) as f64 * problem.settings.t_local as f64;
+    let n = problem.train.len().max(1) as f64;
+    if problem.model.dim() <= DENSE_LIMIT {
+        Cost { passes: steps / n, up_to: None, once: p }
+    } else {
+        Cost {
+            passes: steps * 2.0 * (p.sqrt()).min(CG_ITERATIONS as f64),
+            up_to: Some(steps * 2.0 * CG_ITERATIONS as f64),
+            once: 0.0,
+        }
+    }
 }
 
 /// Runs Algorithm 2 at `epsilon`.

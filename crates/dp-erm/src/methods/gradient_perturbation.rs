@@ -7,6 +7,7 @@
 //! canaries (Steinke, Nasr and Jagielski 2023, Section 7): their coordinates are released with
 //! the model's, in the same noisy vector.
 
+use super::cost::Cost;
 use super::{Outcome, Problem, non_private};
 use crate::error::{ErmError, Result};
 use crate::linalg::{axpy, project_ball};
@@ -50,6 +51,11 @@ impl GradientCanaries {
         let scores = vec![0.0; included.len()];
         Self { included, scores }
     }
+}
+
+/// A run: T Poisson lots of qn rows, each row's gradient clipped (about twice a plain pass).
+pub fn cost(problem: &Problem) -> Cost {
+    Cost::per_run(2.0 * problem.settings.rounds as f64 * problem.settings.sample_rate)
 }
 
 /// Runs DP-SGD at `epsilon` (infinite: no noise, no privacy, for audits), releasing the

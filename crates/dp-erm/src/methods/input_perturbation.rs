@@ -3,12 +3,18 @@
 //! condition, which the paper assumes for the MLP), then T rounds of full-batch gradient descent
 //! on the perturbed rows. The privacy argument treats a loss gap as a constant: `paper-bound`.
 
+use super::cost::Cost;
 use super::{Outcome, Problem, paper_bound, perturb_rows};
 use crate::error::Result;
 use crate::objective::regularized;
 use crate::rng::NoiseRng;
 use crate::solver::gradient_descent;
 use dp_accounting::paper_bounds::input_perturbation::{InputNoiseInput, LossCondition, input_noise_std};
+
+/// A run: T passes of full-batch gradient descent.
+pub fn cost(problem: &Problem) -> Cost {
+    Cost::per_run(problem.settings.rounds as f64)
+}
 
 /// Runs Algorithm 1 at `epsilon`.
 pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcome> {

@@ -1,6 +1,7 @@
 //! The DP-ERM methods of Kang et al.'s two papers and the baselines they compare against, run on
 //! one prepared problem (model, scaled train/test rows, the non-private optimum).
 
+mod cost;
 mod dbdp;
 mod dbdp_influence;
 mod gradient_perturbation;
@@ -301,6 +302,19 @@ impl Problem {
         .map(Vec::as_slice)
     }
 
+    /// Seconds of one pass over the training rows (every row's loss gradient, where the problem
+    /// computes them), timed at the optimum: the unit of [`cost`].
+    pub fn pass_seconds(&self) -> f64 {
+        let rows = self.rows(&self.train);
+        (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                std::hint::black_box(rows.gradient_sum(&self.optimum, None, None));
+                start.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
     /// The step size of the iterative methods.
     pub fn learning_rate(&self) -> f64 {
         self.settings.learning_rate.unwrap_or(match self.constants.smoothness {
@@ -342,6 +356,19 @@ pub fn non_private(delta: f64) -> Result<PrivacyReport> {
     Ok(BasicComposition::of(DpEvent::NonPrivate { what: "the minimizer of F on the training data".into() }, delta)?)
 }
 
+/// What one run of `method` on `problem` costs, in passes over its training rows.
+pub fn cost(problem: &Problem, method: Method) -> Cost {
+    match method {
+        Method::Input => input_perturbation::cost(problem),
+        Method::Dbdp => dbdp::cost(problem),
+        Method::DbdpIf => dbdp_influence::cost(problem),
+        Method::Gradient => gradient_perturbation::cost(problem),
+        Method::Output => output_perturbation::cost(problem),
+        Method::Objective => objective_perturbation::cost(problem),
+        Method::NonPrivate => Cost::per_run(0.0),
+    }
+}
+
 /// Runs `method` at `epsilon` (ignored by the non-private baseline).
 pub fn run(problem: &Problem, method: Method, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcome> {
     if method.is_private() && !(epsilon.is_finite() && epsilon > 0.0) {
@@ -367,6 +394,7 @@ pub fn run(problem: &Problem, method: Method, epsilon: f64, rng: &mut NoiseRng) 
     }
 }
 
+pub use cost::{Cost, Took};
 pub use dbdp_influence::{contribution_ratio, influence};
 pub use gradient_perturbation::{GradientCanaries, run as dp_sgd};
 pub use objective_perturbation::ObjectiveNoise;

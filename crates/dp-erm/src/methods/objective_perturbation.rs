@@ -5,12 +5,16 @@
 //! eigenvalues of its Hessian, which must have rank at most one (a binary GLM). The theorem is for
 //! the exact minimizer; the solver stops at a gradient-mapping norm of 1e-10.
 
+use super::cost::Cost;
 use super::{Outcome, Problem};
 use crate::error::{ErmError, Result};
 use crate::model::Curvature;
 use crate::rng::NoiseRng;
 use crate::solver::Minimizer;
 use dp_accounting::{BasicComposition, DpEvent};
+
+/// The solver's iteration cap.
+const OBJECTIVE_ITERATIONS: usize = 200_000;
 
 /// The noise and extra regularization of the theorem.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -28,6 +32,17 @@ impl ObjectiveNoise {
             regularization: 2.0 * beta / epsilon,
             sigma: (zeta * zeta * (8.0 * (2.0 / delta).ln() + 4.0 * epsilon)).sqrt() / epsilon,
         }
+    }
+}
+
+/// A run: a minimization from the optimum, usually a few hundred passes, at most the solver's
+/// iteration cap; nothing where the theorem refuses the model (not a binary GLM).
+pub fn cost(problem: &Problem) -> Cost {
+    match problem.model.curvature() {
+        Curvature::Convex { rank_one: true, .. } => {
+            Cost { passes: 100.0, up_to: Some(OBJECTIVE_ITERATIONS as f64), once: 0.0 }
+        }
+        _ => Cost::per_run(0.0),
     }
 }
 
@@ -64,7 +79,8 @@ pub fn run(problem: &Problem, epsilon: f64, rng: &mut NoiseRng) -> Result<Outcom
         (value, g)
     };
     let (l, mu) = (problem.constants.smoothness.unwrap_or(1.0) + extra, s.lambda + extra);
-    let minimizer = Minimizer { constants: Some((l, mu)), radius: None, tolerance: 1e-10, max_iterations: 200_000 };
+    let minimizer =
+        Minimizer { constants: Some((l, mu)), radius: None, tolerance: 1e-10, max_iterations: OBJECTIVE_ITERATIONS };
     let theta = minimizer.minimize(f, problem.optimum.clone())?;
     Ok(Outcome {
         theta,

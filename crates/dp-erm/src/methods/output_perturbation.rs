@@ -5,6 +5,7 @@
 //! gradient by at most 2 G0 / n per step, and the step contracts by (1 - lambda / L), so the
 //! outputs differ by at most (2 G0 / (n lambda)) (1 - (1 - lambda/L)^T).
 
+use super::cost::Cost;
 use super::{Outcome, Problem};
 use crate::error::{ErmError, Result};
 use crate::rng::NoiseRng;
@@ -20,6 +21,13 @@ pub const OUTPUT_ROUNDS: u64 = 5_000;
 pub fn output_sensitivity(gradient_bound: f64, records: usize, lambda: f64, smoothness: f64, rounds: u64) -> f64 {
     let contraction = 1.0 - lambda / smoothness;
     2.0 * gradient_bound / (records as f64 * lambda) * (1.0 - contraction.powf(rounds as f64))
+}
+
+/// The experiment: one solution of its gradient descent, shared by every run; nothing where
+/// the loss is not strongly convex (refused).
+pub fn cost(problem: &Problem) -> Cost {
+    let convex = problem.constants.smoothness.is_some() && problem.constants.strong_convexity.is_some();
+    Cost { passes: 0.0, up_to: None, once: if convex { OUTPUT_ROUNDS as f64 } else { 0.0 } }
 }
 
 /// Runs output perturbation at `epsilon`.

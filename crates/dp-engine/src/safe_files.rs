@@ -6,7 +6,7 @@
 //! planted at `checkpoint.tmp` is removed, not written through), synced, renamed only over a
 //! regular file or nothing (never over `/dev/full` or a link), and the folder synced.
 
-use dp_engine::error::{EngineError, Result};
+use crate::error::{EngineError, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
