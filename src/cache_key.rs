@@ -6,8 +6,8 @@
 //! cache miss, and the content is recomputed or refused.
 
 use dp_data::SecretKey;
+use dp_data::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, write_atomic};
 use dp_engine::error::Result;
-use dp_engine::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, write_atomic};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::path::Path;

@@ -12,9 +12,9 @@
 
 use crate::run_folder::sha256_hex;
 use dp_data::SecretKey;
+use dp_data::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_engine::dp_checkpoint::DpCheckpoint;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::safe_files::{PUBLIC, read_regular, write_atomic};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -114,7 +114,7 @@ impl Checkpoint {
 
     /// Saves atomically, sealed with the run's MAC key.
     pub fn save(&self, path: &Path, key: &SecretKey) -> Result<()> {
-        write_atomic(path, &self.to_bytes(key)?, PUBLIC)
+        Ok(write_atomic(path, &self.to_bytes(key)?, PUBLIC)?)
     }
 
     /// Loads a checkpoint of at most `bound` bytes (and the memory budget), refusing one whose

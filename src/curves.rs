@@ -8,8 +8,8 @@
 //! progress bar's is not.
 
 use crate::run_folder::{METRICS_FILE, PLOT_FILE};
+use dp_data::safe_files::{PUBLIC, file_error, read_regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
-use dp_engine::safe_files::{PUBLIC, file_error, read_regular, write_atomic};
 use dp_erm::plot::{COLORS, register_font};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -105,7 +105,7 @@ pub fn draw(curves: &[Curve], title: &str, svg: &Path) -> Result<()> {
         panels(&root, curves, title).map_err(|e| file_error(&png, e))?;
         root.present().map_err(|e| file_error(&png, e))?;
     }
-    write_atomic(&png, &encode_png(&pixels, SIZE).map_err(|e| file_error(&png, e))?, PUBLIC)
+    Ok(write_atomic(&png, &encode_png(&pixels, SIZE).map_err(|e| file_error(&png, e))?, PUBLIC)?)
 }
 
 /// `pixels` (RGB, row-major) as a PNG file.

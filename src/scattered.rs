@@ -10,9 +10,9 @@
 //! the images.
 
 use crate::cache_key::{SEAL_BYTES, cache_key, seal, verifies};
+use dp_data::safe_files::{OWNER_ONLY, read_regular, write_atomic};
 use dp_data::{ImageDataset, SecretKey};
 use dp_engine::error::{EngineError, Result};
-use dp_engine::safe_files::{OWNER_ONLY, read_regular, write_atomic};
 use dp_engine::scatter_net::ScatterNet;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ fn write_cache(path: &Path, features: &[f32], key: &SecretKey) -> Result<()> {
     }
     let body: Vec<u8> = features.iter().flat_map(|x| x.to_le_bytes()).collect();
     let bytes = [MAGIC.as_slice(), &seal(key, &[MAGIC, &body]), &body].concat();
-    write_atomic(path, &bytes, OWNER_ONLY)
+    Ok(write_atomic(path, &bytes, OWNER_ONLY)?)
 }
 
 /// `data`'s ScatterNet features, read from the cache in `cache` when it holds them under its

@@ -1,5 +1,6 @@
 //! Ctrl-C and SIGTERM during `dptrain train`: the first asks the run to stop after the current
-//! step, write its checkpoint and say how to resume; a second ends the process at once.
+//! step, write its checkpoint and say how to resume (or, before the first step, to stop the
+//! feature computation with nothing written); a second ends the process at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -8,7 +9,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// What the first signal prints (write(2) is async-signal-safe; println! is not).
 const NOTICE: &[u8] =
-    b"\ninterrupted: finishing this step and writing the checkpoint (press Ctrl-C again to quit now)\n";
+    b"\ninterrupted: stopping at the next safe point (after this step, with its checkpoint; or before training starts) (press Ctrl-C again to quit now)\n";
 
 extern "C" fn on_signal(_: libc::c_int) {
     if INTERRUPTED.swap(true, Ordering::SeqCst) {

@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_accounting::LotSampling;
 use dp_data::DatasetName;
+use dp_data::safe_files::{occupied, read_regular};
 use dp_engine::DeviceChoice;
 use dp_engine::activation::Activation;
 use dp_engine::canaries::AuditRequest;
@@ -15,7 +16,6 @@ use dp_engine::lr_schedule::LrSchedule;
 use dp_engine::mechanism::MechanismName;
 use dp_engine::optimizer::OptimizerName;
 use dp_engine::privacy_settings::AccountantName;
-use dp_engine::safe_files::{occupied, read_regular};
 use dp_engine::smoothing::SmoothingScope;
 use dptrain::checkpoint::checkpoint_path;
 use dptrain::run_folder::{CONFIG_FILE, MAX_CONFIG};
@@ -265,7 +265,7 @@ impl TrainArgs {
             Some(path) => {
                 // A link is followed (a config kept elsewhere), but only to a regular file of a
                 // config's size: a FIFO or /dev/zero is one line, not a hang.
-                let (file, len) = dp_data::data_file::open_regular(path)?;
+                let (file, len) = dp_data::safe_files::open_regular(path)?;
                 if len > MAX_CONFIG {
                     bail!("{}: {len} bytes, more than the {MAX_CONFIG} a config may have", path.display());
                 }

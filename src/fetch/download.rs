@@ -3,12 +3,12 @@
 //! and only then renamed to its name; so the final name never holds a partial or unverified
 //! file. A file that is already there and verifies is not fetched again. The folder may be
 //! hostile: a link, FIFO or device at the final or the `.part` name is refused, never read,
-//! written through or renamed over (`dp_engine::safe_files`), and nothing is read past the size the
+//! written through or renamed over (`dp_data::safe_files`), and nothing is read past the size the
 //! file should have.
 
 use super::remote::RemoteFile;
+use dp_data::safe_files::{PUBLIC, file_error, occupied, open, regular, rename_over, replaceable};
 use dp_engine::error::{EngineError, Result};
-use dp_engine::safe_files::{PUBLIC, file_error, occupied, open, regular, rename_over, replaceable};
 use sha2::{Digest, Sha256};
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
@@ -32,7 +32,7 @@ fn failed(url: &str, reason: impl std::fmt::Display) -> EngineError {
 
 /// The SHA-256 and length of the regular file `path`, None when nothing is there; refused when
 /// it is not a regular file or holds more than `size` bytes.
-fn digest_of(path: &Path, size: u64) -> Result<Option<(Sha256, u64)>> {
+fn digest_of(path: &Path, size: u64) -> dp_data::Result<Option<(Sha256, u64)>> {
     if !occupied(path) {
         return Ok(None);
     }
@@ -62,7 +62,7 @@ fn digest_of(path: &Path, size: u64) -> Result<Option<(Sha256, u64)>> {
 
 /// True when `path` holds exactly `file`; an error when something other than a regular file of
 /// at most its size is there.
-pub fn verified(path: &Path, file: &RemoteFile) -> Result<bool> {
+pub fn verified(path: &Path, file: &RemoteFile) -> dp_data::Result<bool> {
     Ok(digest_of(path, file.size)?.is_some_and(|(h, n)| n == file.size && hex::encode(h.finalize()) == file.sha256))
 }
 

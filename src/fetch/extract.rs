@@ -7,8 +7,8 @@
 
 use crate::cache_key::{seal, verifies};
 use dp_data::SecretKey;
+use dp_data::safe_files::{OWNER_ONLY, PUBLIC, occupied, open, read_regular, regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
-use dp_engine::safe_files::{OWNER_ONLY, PUBLIC, occupied, open, read_regular, regular, write_atomic};
 use flate2::read::GzDecoder;
 use sha2::{Digest, Sha256};
 use std::fs::OpenOptions;

@@ -12,8 +12,8 @@ use crate::cache_key::cache_key;
 use download::{Fetched, Timeouts, download};
 use dp_data::DatasetName;
 use dp_data::SecretKey;
+use dp_data::safe_files::file_error;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::safe_files::file_error;
 use remote::remote;
 use std::path::{Path, PathBuf};
 

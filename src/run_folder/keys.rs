@@ -7,10 +7,10 @@
 //! run has nothing left to resume, and its released model keeps its guarantee only while the
 //! noise cannot be regenerated.
 
+use dp_data::Result;
 use dp_data::SecretKey;
+use dp_data::safe_files::{OWNER_ONLY, file_error, read_secret, remove_if_present, write_atomic};
 use dp_engine::dp_checkpoint::StreamKeys;
-use dp_engine::error::Result;
-use dp_engine::safe_files::{OWNER_ONLY, file_error, read_secret, remove_if_present, write_atomic};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -83,7 +83,7 @@ impl RunKeys {
     /// or holds keys that are not its seed's.
     pub fn load(run_dir: &Path) -> Result<Self> {
         let path = key_path(run_dir);
-        if !dp_engine::safe_files::occupied(&path) {
+        if !dp_data::safe_files::occupied(&path) {
             return Err(file_error(
                 &path,
                 "is missing: a run's key file is removed when it completes (--keep-key keeps it), and a run cannot be resumed without it",

@@ -5,8 +5,8 @@
 //! second one lock a new file; a folder cannot be deleted while it holds the run's files, and
 //! one moved or replaced under the run is noticed before the next write ([`RunLock::held`]).
 
-use dp_engine::error::Result;
-use dp_engine::safe_files::file_error;
+use dp_data::Result;
+use dp_data::safe_files::file_error;
 use std::fs::{File, TryLockError};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

@@ -11,14 +11,14 @@
 //!
 //! Every file is read without following links and refused unless regular and of a bounded
 //! size, and written atomically through an exclusively created temporary file
-//! ([`dp_engine::safe_files`]).
+//! ([`dp_data::safe_files`]).
 
 pub mod keys;
 pub mod lock;
 
 use crate::train_config::TrainConfig;
+use dp_data::safe_files::{PUBLIC, append_line, file_error, occupied, read_regular, remove_if_present, write_atomic};
 use dp_engine::error::{EngineError, Result};
-use dp_engine::safe_files::{PUBLIC, append_line, file_error, occupied, read_regular, remove_if_present, write_atomic};
 use keys::{KEY_FILE, RunKeys};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -96,7 +96,7 @@ pub fn read_config(run_dir: &Path) -> Result<(TrainConfig, String)> {
 
 /// The keys of the run in `run_dir`; when they are gone because the run completed, says so.
 pub fn read_keys(run_dir: &Path) -> Result<RunKeys> {
-    RunKeys::load(run_dir).map_err(|e| {
+    Ok(RunKeys::load(run_dir).map_err(|e| {
         let report = read_regular(&run_dir.join(REPORT_FILE), MAX_REPORT).ok();
         let completed = report
             .and_then(|r| serde_json::from_slice::<serde_json::Value>(&r).ok())
@@ -109,7 +109,7 @@ pub fn read_keys(run_dir: &Path) -> Result<RunKeys> {
         } else {
             e
         }
-    })
+    })?)
 }
 
 /// Drops the lines of `path` logged after `step`: a run killed after logging steps its last
@@ -127,17 +127,17 @@ pub fn keep_metrics_until(path: &Path, step: u64) -> Result<()> {
         })
         .map(|line| format!("{line}\n"))
         .collect();
-    write_atomic(path, kept.as_bytes(), PUBLIC)
+    Ok(write_atomic(path, kept.as_bytes(), PUBLIC)?)
 }
 
 /// Appends `value` as one JSON line to `path`.
 pub fn log(path: &Path, value: &impl Serialize) -> Result<()> {
-    append_line(path, &serde_json::to_string(value).map_err(|e| file_error(path, e))?)
+    Ok(append_line(path, &serde_json::to_string(value).map_err(|e| file_error(path, e))?)?)
 }
 
 /// Writes the run's report.json.
 pub fn write_report(run_dir: &Path, report: &impl Serialize) -> Result<()> {
     let path = run_dir.join(REPORT_FILE);
     let json = serde_json::to_vec_pretty(report).map_err(|e| file_error(&path, e))?;
-    write_atomic(&path, &json, PUBLIC)
+    Ok(write_atomic(&path, &json, PUBLIC)?)
 }

@@ -15,6 +15,15 @@ pub enum DataError {
         /// make an error chain print it twice).
         reason: std::io::Error,
     },
+    /// A file that cannot be used as it is (a link, a FIFO, a device, too large, unwritable): the
+    /// `safe_files` boundary.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file or folder.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// The file was read but its content is not what the format requires.
     #[error("{path}: {reason}")]
     Corrupt {

@@ -2,8 +2,8 @@
 //! a magic number 0x0000TTNN (TT = 0x08 for unsigned bytes, NN = number of dimensions), NN
 //! big-endian u32 sizes, then the data.
 
-use crate::data_file::open_regular;
 use crate::error::{DataError, Result};
+use crate::safe_files::open_regular;
 use flate2::read::MultiGzDecoder;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;

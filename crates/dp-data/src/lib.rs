@@ -5,13 +5,13 @@
 pub mod augment;
 pub mod catalog;
 pub mod cifar10;
-pub mod data_file;
 pub mod error;
 pub mod idx;
 pub mod image_dataset;
 pub mod memory;
 pub mod mnist;
 pub mod rng_state;
+pub mod safe_files;
 pub mod sampler;
 pub mod split;
 pub mod tabular;

@@ -2,8 +2,8 @@
 //! categorical features, a label column by name or index, missing values imputed or dropped and
 //! reported, and a seeded train/test split. Every error names the file and the line.
 
-use crate::data_file::open_regular;
 use crate::error::{DataError, Result};
+use crate::safe_files::open_regular;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;

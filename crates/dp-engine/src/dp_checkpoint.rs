@@ -21,7 +21,6 @@ use crate::noise::{GaussianNoise, NOISE_STREAM};
 use crate::parameter_average::ParameterAverage;
 use crate::plan::{Plan, sampling};
 use crate::privacy_config::PrivacyConfig;
-use crate::safe_files::{PUBLIC, read_regular, write_atomic};
 use crate::step::StepState;
 use crate::tensor_io::{to_host, vector};
 use burn::module::{Module, ModuleVisitor, Param};
@@ -30,6 +29,7 @@ use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device, Tensor};
 use burn_pack::{DType, Reader, Tensor as PackTensor, Writer};
 use dp_accounting::{DpEvent, PrivacyLedger};
+use dp_data::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_data::sampler::SAMPLER_STREAM;
 use dp_data::{ChaChaPosition, ChaChaState, LotSampler, SamplerPosition, SecretKey};
 use serde::{Deserialize, Serialize};
@@ -224,7 +224,7 @@ impl DpCheckpoint {
     /// Writes the checkpoint to `path` as a burnpack file, atomically (never a partial file
     /// under the final name), never through a link or over anything but a regular file.
     pub fn save(&self, path: &Path) -> Result<()> {
-        write_atomic(path, &self.to_bytes()?, PUBLIC)
+        Ok(write_atomic(path, &self.to_bytes()?, PUBLIC)?)
     }
 
     /// A checkpoint read from `bytes` (as [`Self::to_bytes`] wrote them), refused in one line

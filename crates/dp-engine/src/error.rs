@@ -53,14 +53,6 @@ pub enum EngineError {
     /// Training diverged (NaN or infinite loss).
     #[error("training diverged: {0}")]
     Diverged(String),
-    /// A file of the run folder could not be used (missing, a link, too large, locked...).
-    #[error("{path}: {reason}")]
-    RunFolder {
-        /// The file or folder.
-        path: std::path::PathBuf,
-        /// What went wrong.
-        reason: String,
-    },
     /// A checkpoint does not fit the run it would continue (the check that failed).
     #[error("cannot resume: {0}")]
     Resume(String),

@@ -53,7 +53,6 @@ pub mod privacy;
 pub mod privacy_config;
 pub mod privacy_engine;
 pub mod privacy_settings;
-pub mod safe_files;
 pub mod scatter_net;
 pub mod selftest;
 pub mod smoothing;

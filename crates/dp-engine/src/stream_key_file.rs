@@ -17,8 +17,8 @@
 
 use crate::dp_checkpoint::StreamKeys;
 use crate::error::Result;
-use crate::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, remove_if_present, write_atomic};
 use dp_data::SecretKey;
+use dp_data::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, remove_if_present, write_atomic};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -47,20 +47,22 @@ impl StreamKeys {
             noise_key: hex::encode(self.noise_key().as_bytes()),
         };
         let json = serde_json::to_vec_pretty(&file).map_err(|e| file_error(path, e))?;
-        write_atomic(path, &json, OWNER_ONLY)
+        Ok(write_atomic(path, &json, OWNER_ONLY)?)
     }
 
     /// The keys of the key file `path`, refused when it is missing, readable by others, not
     /// this user's, or damaged.
     pub fn load(path: &Path) -> Result<Self> {
         if !occupied(path) {
-            return Err(file_error(path, "is missing: a run cannot be resumed without the keys it was made with"));
+            return Err(
+                file_error(path, "is missing: a run cannot be resumed without the keys it was made with").into()
+            );
         }
         let bytes = read_secret(path, MAX_KEY_FILE)?;
         let bad = |what: &str| file_error(path, format!("is not a stream key file ({what})"));
         let file: KeyFile = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
         if file.format != FORMAT {
-            return Err(bad(&format!("format '{}'", file.format)));
+            return Err(bad(&format!("format '{}'", file.format)).into());
         }
         let key = |text: &str, name: &str| -> Result<SecretKey> {
             let bytes: [u8; 32] = hex::decode(text)
@@ -74,7 +76,7 @@ impl StreamKeys {
 
     /// Removes the key file `path`, if any (the run is complete).
     pub fn remove(path: &Path) -> Result<()> {
-        remove_if_present(path)
+        Ok(remove_if_present(path)?)
     }
 
     /// A digest that names these keys without revealing them (SHA-256 over a domain tag and

@@ -7,7 +7,7 @@ use crate::error::{ErmError, Result};
 use crate::methods::{Method, Problem, Settings, run};
 use crate::rng::NoiseRng;
 use dp_accounting::Guarantee;
-use dp_engine::safe_files::{OWNER_ONLY, write_atomic};
+use dp_data::safe_files::{OWNER_ONLY, write_atomic};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;

@@ -4,7 +4,7 @@
 use crate::error::{ErmError, Result};
 use crate::experiment::ExperimentReport;
 use crate::methods::Method;
-use dp_engine::safe_files::{PUBLIC, write_atomic};
+use dp_data::safe_files::{PUBLIC, write_atomic};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;

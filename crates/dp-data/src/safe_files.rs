@@ -6,7 +6,7 @@
 //! planted at `checkpoint.tmp` is removed, not written through), synced, renamed only over a
 //! regular file or nothing (never over `/dev/full` or a link), and the folder synced.
 
-use crate::error::{EngineError, Result};
+use crate::error::{DataError, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -18,12 +18,12 @@ pub const PUBLIC: u32 = 0o644;
 pub const OWNER_ONLY: u32 = 0o600;
 
 /// An error about the file `path`.
-pub fn file_error(path: &Path, reason: impl ToString) -> EngineError {
-    EngineError::RunFolder { path: path.to_path_buf(), reason: reason.to_string() }
+pub fn file_error(path: &Path, reason: impl ToString) -> DataError {
+    DataError::File { path: path.to_path_buf(), reason: reason.to_string() }
 }
 
 /// Why opening `path` failed, in the user's terms (a link is named as one).
-fn open_error(path: &Path, e: std::io::Error) -> EngineError {
+fn open_error(path: &Path, e: std::io::Error) -> DataError {
     if e.raw_os_error() == Some(libc::ELOOP) {
         file_error(path, "is a symbolic link: dptrain reads and writes regular files only")
     } else {
@@ -83,6 +83,25 @@ pub fn read_secret(path: &Path, cap: u64) -> Result<Vec<u8>> {
         ));
     }
     Ok(bytes)
+}
+
+/// Opens the data file `path` for reading, following a link (data folders are often links into a
+/// shared store) but refused unless what it names is a regular file, without blocking on a FIFO;
+/// gives it with its size.
+pub fn open_regular(path: &Path) -> Result<(File, u64)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
+    let meta = file.metadata().map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
+    if !meta.is_file() {
+        return Err(DataError::corrupt(
+            path,
+            "is not a regular file (a FIFO, a device or a folder): give the data file itself",
+        ));
+    }
+    Ok((file, meta.len()))
 }
 
 /// True when anything (a link included) is at `path`.
@@ -184,5 +203,23 @@ mod tests {
         assert!(write_atomic(&link, b"x", PUBLIC).unwrap_err().to_string().contains("symbolic link"));
         assert_eq!(fs::read(&target).unwrap(), b"keep");
         assert!(!dir.path().join("link.tmp").exists(), "the temporary file is not left behind");
+    }
+
+    #[test]
+    fn fifos_and_devices_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("train-images-idx3-ubyte");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        assert!(open_regular(&fifo).unwrap_err().to_string().contains("not a regular file"));
+        let zero = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(open_regular(&zero).unwrap_err().to_string().contains("not a regular file"));
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"1234").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(open_regular(&link).unwrap().1, 4, "a link to a regular file is read");
     }
 }
