@@ -27,12 +27,8 @@ pub fn cache_key(dir: &Path) -> Result<SecretKey> {
         return Ok(key);
     }
     let bytes = read_secret(&path, 2 * 32 + 1)?;
-    let key: [u8; 32] = std::str::from_utf8(&bytes)
-        .ok()
-        .and_then(|text| hex::decode(text.trim()).ok())
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| file_error(&path, "is not a dptrain cache key (32 bytes of hex): remove it and the cache"))?;
-    Ok(SecretKey::from_bytes(key))
+    let key = std::str::from_utf8(&bytes).ok().and_then(SecretKey::from_hex);
+    Ok(key.ok_or_else(|| file_error(&path, "is not a dptrain cache key (32 bytes of hex): remove it and the cache"))?)
 }
 
 /// The HMAC-SHA256 state of `parts` under `key`.

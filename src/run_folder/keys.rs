@@ -95,12 +95,8 @@ impl RunKeys {
         if file.format != FORMAT {
             return Err(bad(&format!("format '{}'", file.format)));
         }
-        let key = |hex_key: &str, name: &str| -> Result<SecretKey> {
-            let bytes: [u8; 32] = hex::decode(hex_key)
-                .ok()
-                .and_then(|b| b.try_into().ok())
-                .ok_or_else(|| bad(&format!("{name} is not 32 bytes of hex")))?;
-            Ok(SecretKey::from_bytes(bytes))
+        let key = |text: &str, name: &str| {
+            SecretKey::from_hex(text).ok_or_else(|| bad(&format!("{name} is not 32 bytes of hex")))
         };
         let keys = Self {
             seed: file.seed,

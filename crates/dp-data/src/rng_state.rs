@@ -40,6 +40,20 @@ impl SecretKey {
         Self(bytes)
     }
 
+    /// A key from its 64 hex digits (as a key file stores them); None when it is not that.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        let text = text.trim().as_bytes();
+        if text.len() != 64 {
+            return None;
+        }
+        let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+        let mut bytes = [0u8; 32];
+        for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
+            *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+        }
+        Some(Self(bytes))
+    }
+
     /// The key's bytes (for the key file and MACs; never print them).
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
@@ -148,6 +162,20 @@ mod tests {
         assert_eq!(back.restore().next_u64(), rng.next_u64());
         assert!(!json.contains("seed") && !json.contains("key"), "{json}");
         assert_eq!(format!("{:?}", saved.key()), "SecretKey(redacted)");
+    }
+
+    #[test]
+    fn keys_read_from_hex_are_their_bytes_or_nothing() {
+        let text: String = (0u8..32).map(|b| format!("{:02x}", b * 7)).collect();
+        let bytes: Vec<u8> = (0u8..32).map(|b| b * 7).collect();
+        assert_eq!(SecretKey::from_hex(&text).unwrap().as_bytes().as_slice(), bytes.as_slice());
+        assert_eq!(
+            SecretKey::from_hex(&format!(" {}\n", text.to_uppercase())).unwrap().as_bytes().as_slice(),
+            bytes.as_slice()
+        );
+        for bad in [&text[..62], "zz", &format!("{}0", text), &text.replacen('0', "g", 1)] {
+            assert!(SecretKey::from_hex(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]

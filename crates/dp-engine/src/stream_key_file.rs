@@ -64,12 +64,8 @@ impl StreamKeys {
         if file.format != FORMAT {
             return Err(bad(&format!("format '{}'", file.format)).into());
         }
-        let key = |text: &str, name: &str| -> Result<SecretKey> {
-            let bytes: [u8; 32] = hex::decode(text)
-                .ok()
-                .and_then(|b| b.try_into().ok())
-                .ok_or_else(|| bad(&format!("{name} is not 32 bytes of hex")))?;
-            Ok(SecretKey::from_bytes(bytes))
+        let key = |text: &str, name: &str| {
+            SecretKey::from_hex(text).ok_or_else(|| bad(&format!("{name} is not 32 bytes of hex")))
         };
         Ok(Self::new(key(&file.sampler_key, "sampler_key")?, key(&file.noise_key, "noise_key")?))
     }
