@@ -19,12 +19,7 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
 fi
 # The CUDA build (Burn's CUDA backend beside wgpu and the CPU), the one the tests build, so the main
 # job after the tests compiles nothing; `auto` picks CUDA where an NVIDIA GPU and driver are, else
-# a Vulkan GPU, else the CPU. Its compiler's LLVM comes from PyPI, installed once
-# (scripts/with-cuda-llvm.sh: Linux on x86_64, where PyPI's pinned build exists).
-build=(cargo run --release --locked)
-if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
-    build=(scripts/with-cuda-llvm.sh cargo run --release --locked --features cuda)
-fi
-"${build[@]}" -- train --model scatnet-linear --epochs 40 --lot-size 8192 --target-epsilon 3 \
+# a Vulkan GPU, else the CPU (scripts/cargo-dptrain.sh).
+scripts/cargo-dptrain.sh run --release --locked -- train --model scatnet-linear --epochs 40 --lot-size 8192 --target-epsilon 3 \
     --delta 1e-5 --accountant prv --learning-rate 16 --momentum 0.9 --clip-norm 0.1 --ema 0.999 \
     --out-dir runs/demo --overwrite "$@"

@@ -15,5 +15,6 @@ if ! "$venv/bin/python" -c "import torch, opacus" 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet torch opacus
 fi
-cargo build --release --locked --quiet
+# The binary the tests and the main job build (scripts/cargo-dptrain.sh): no second Burn.
+scripts/cargo-dptrain.sh build --release --locked --quiet
 exec "$venv/bin/python" scripts/side_by_side.py --dptrain "$CARGO_TARGET_DIR/release/dptrain" "$@"

@@ -157,7 +157,9 @@ class TorchStep:
 
 def dptrain_times(binary, model, dataset, lot, device, steps, env=None, deadline=None):
     """Median ms per lot of dptrain's plain and DP-SGD steps (one `dptrain bench` process, ended
-    at `deadline`, a time.monotonic() value, if given)."""
+    at `deadline`, a time.monotonic() value, if given), and the machine dptrain says it ran on (its
+    CPU, the vector instructions its host kernels dispatch to, caches, threads; None from an older
+    dptrain)."""
     command = [binary, "bench", "--model", model, "--dataset", dataset, "--activation", "relu",
                "--lot-size", str(lot), "--device", device, "--iterations", str(steps), "--warmup", "1", "--json"]
     timeout = None if deadline is None else max(deadline - time.monotonic(), 1)
@@ -168,8 +170,9 @@ def dptrain_times(binary, model, dataset, lot, device, steps, env=None, deadline
         run = subprocess.run(command, capture_output=True, text=True, env=env)
     if run.returncode != 0:
         raise RuntimeError(f"{binary} bench --device {device} failed: {run.stderr.strip()}")
-    ms = json.loads(run.stdout)["workloads"][0]["ms_per_lot"]
-    return ms["none"], ms["gaussian"]
+    out = json.loads(run.stdout)
+    ms = out["workloads"][0]["ms_per_lot"]
+    return ms["none"], ms["gaussian"], out.get("machine")
 
 
 def import_torch():
@@ -196,15 +199,16 @@ def side_by_side(dptrain, torch_device, dp_devices, workloads, rounds, steps, en
             y = torch.randint(0, 10, (lot,), device=torch_device)
             steps_of = {mode: TorchStep(torch, builds[name], mode, x, y, torch_device) for mode in TORCH_MODES}
         times = {k: [] for k in [*TORCH_MODES, *(f"{d} {m}" for d in dp_devices for m in ("none", "gaussian"))]}
+        machine = None
         for r in range(rounds):
             for mode, step in steps_of.items():
                 times[mode] += step.time(steps)
             for d in dp_devices:
-                none, gaussian = dptrain_times(dptrain, model, dataset, lot, d, steps, env, deadline)
+                none, gaussian, machine = dptrain_times(dptrain, model, dataset, lot, d, steps, env, deadline)
                 times[f"{d} none"].append(none)
                 times[f"{d} gaussian"].append(gaussian)
             print(f"{name} round {r + 1}/{rounds} done", file=log, flush=True)
-        rows.append({"workload": name, "lot": lot,
+        rows.append({"workload": name, "lot": lot, "machine": machine,
                      "ms": {k: statistics.median(v) if v else None for k, v in times.items()}})
     return rows
 
@@ -231,6 +235,14 @@ def table(rows, dp_devices):
             cells += [cell(none), cell(gaussian), ratio(gaussian, best), ratio(gaussian, none), ratio(none, m["plain"])]
         lines.append(f"| {row['workload']} | {row['lot']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def machine_line(machine):
+    """dptrain's description of the machine (`dptrain bench --json`'s "machine"), as one line."""
+    if not machine:
+        return f"{cpu_name()}, {os.cpu_count()} cores"
+    caches = " / ".join(f"L{c['level']} {c['bytes'] >> 10} KiB" for c in machine.get("caches", []))
+    return f"{machine['cpu']}, {machine['isa']}, {machine['threads']} threads, caches {caches}"
 
 
 def cpu_name():
@@ -264,7 +276,8 @@ def main():
     shapes = args.shapes or ("gpu" if args.device == "cuda" else "cpu")
     chosen = [w for w in WORKLOADS[shapes] if not args.only or w[0] in args.only.split(",")]
     rows = side_by_side(args.dptrain, args.device, dp_devices, chosen, args.rounds, args.steps)
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; torch {torch.__version__}, opacus {opacus.__version__}, "
+    print(f"machine: {machine_line(rows[0].get('machine') if rows else None)}; {os.cpu_count()} cores; "
+          f"torch {torch.__version__}, opacus {opacus.__version__}, "
           f"torch threads {torch.get_num_threads()}; PyTorch on {args.device}, dptrain on {', '.join(dp_devices)}; "
           f"{args.rounds} rounds x {args.steps} steps, medians in ms per step")
     print(table(rows, dp_devices))

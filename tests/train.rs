@@ -284,6 +284,10 @@ fn bench_json_has_the_contract_keys() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["device"].as_str().unwrap().starts_with("cpu"));
+    // The machine the figures hold for: its CPU, dispatched instruction set, caches and threads.
+    let machine = &v["machine"];
+    assert!(!machine["cpu"].as_str().unwrap().is_empty() && machine["threads"].as_u64().unwrap() >= 1, "{machine}");
+    assert!(machine["isa"].as_str().is_some() && machine["caches"].is_array(), "{machine}");
     let w = &v["workloads"][0];
     assert_eq!(w["model"], "logreg");
     assert_eq!(w["lot_size"], 16);

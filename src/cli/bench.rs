@@ -8,6 +8,7 @@ use clap::Args;
 use dp_data::DatasetName;
 use dp_engine::DeviceChoice;
 use dp_engine::activation::Activation;
+use dp_engine::machine::Machine;
 use dp_engine::mechanism::MechanismName;
 use dptrain::bench::{BENCHED, BenchConfig, BenchResult, bench};
 use dptrain::zoo::ModelName;
@@ -125,11 +126,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     bar.finish();
     let device_name = format!("{} ({})", device.backend, device.name);
+    // A CPU ratio holds for one machine: the figures name theirs.
+    let machine = Machine::this();
     if args.json {
-        println!("{}", json!({"device": device_name, "iterations": args.iterations, "workloads": json_rows(&rows)}));
+        let out = json!({"device": device_name, "machine": machine, "iterations": args.iterations, "workloads": json_rows(&rows)});
+        println!("{out}");
     } else {
         println!(
-            "device {device_name}; median ms per lot of {} timed lots after {} warm-up",
+            "device {device_name}; machine {machine}; median ms per lot of {} timed lots after {} warm-up",
             args.iterations, args.warmup
         );
         print_table(&rows, &mechanisms, device.is_cube());

@@ -42,6 +42,7 @@ pub mod host_memory;
 pub mod init;
 pub mod loss;
 pub mod lr_schedule;
+pub mod machine;
 pub mod mechanism;
 pub mod nn;
 pub mod normalize;
