@@ -98,7 +98,7 @@ pub fn open_regular(path: &Path) -> Result<(File, u64)> {
     if !meta.is_file() {
         return Err(DataError::corrupt(
             path,
-            "is not a regular file (a FIFO, a device or a folder): give the data file itself",
+            "is not a regular file (a FIFO, a device or a folder): give the file itself",
         ));
     }
     Ok((file, meta.len()))
