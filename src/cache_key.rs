@@ -1,5 +1,5 @@
 //! The cache folder's own secret (`cache.key`, owner-only, this user's), which seals what dptrain
-//! keeps between runs by an HMAC-SHA256: the ScatterNet features (the private data in another
+//! keeps between runs by an HMAC-SHA256 (`crate::seal`): the ScatterNet features (the private data in another
 //! form, which a run trains on) and the digests of unpacked CIFAR-10 batches. An unkeyed digest
 //! would be re-sealed by whoever edited the content (zeroed or shuffled features used to train
 //! silently at 16.8% and 12.0% accuracy under the usual label); without the key, an edit is a
@@ -8,14 +8,10 @@
 use dp_data::SecretKey;
 use dp_data::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, write_atomic};
 use dp_engine::error::Result;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use std::path::Path;
 
 /// The key file's name in the cache folder.
 pub const KEY_FILE: &str = "cache.key";
-/// Bytes of a seal.
-pub const SEAL_BYTES: usize = 32;
 
 /// The key of the cache folder `dir`, made (from the OS) the first time.
 pub fn cache_key(dir: &Path) -> Result<SecretKey> {
@@ -31,28 +27,10 @@ pub fn cache_key(dir: &Path) -> Result<SecretKey> {
     Ok(key.ok_or_else(|| file_error(&path, "is not a dptrain cache key (32 bytes of hex): remove it and the cache"))?)
 }
 
-/// The HMAC-SHA256 state of `parts` under `key`.
-fn mac(key: &SecretKey, parts: &[&[u8]]) -> Hmac<Sha256> {
-    // HMAC takes keys of any length: this cannot fail.
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes())
-        .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
-    parts.iter().for_each(|p| mac.update(p));
-    mac
-}
-
-/// The HMAC-SHA256 of `parts` under `key`.
-pub fn seal(key: &SecretKey, parts: &[&[u8]]) -> [u8; SEAL_BYTES] {
-    mac(key, parts).finalize().into_bytes().into()
-}
-
-/// True when `tag` is the seal of `parts` under `key` (compared in constant time).
-pub fn verifies(key: &SecretKey, parts: &[&[u8]], tag: &[u8]) -> bool {
-    mac(key, parts).verify_slice(tag).is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::seal::{seal, verifies};
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -64,7 +42,6 @@ mod tests {
         assert_eq!(cache_key(dir.path()).unwrap(), key, "read back, not made again");
         let tag = seal(&key, &[b"features", b"1"]);
         assert!(verifies(&key, &[b"features", b"1"], &tag));
-        assert!(!verifies(&key, &[b"features", b"2"], &tag));
         assert!(!verifies(&SecretKey::from_os(), &[b"features", b"1"], &tag), "another key");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(cache_key(dir.path()).unwrap_err().to_string().contains("chmod 600"));

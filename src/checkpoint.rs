@@ -11,13 +11,12 @@
 //! burnpack, `DpCheckpoint::to_bytes`) | MAC.
 
 use crate::run_folder::sha256_hex;
+use crate::seal::{SEAL_BYTES, seal, verifies};
 use dp_data::SecretKey;
 use dp_data::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_engine::dp_checkpoint::DpCheckpoint;
 use dp_engine::error::{EngineError, Result};
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 use std::path::{Path, PathBuf};
 
 /// The first bytes of every checkpoint.
@@ -34,8 +33,6 @@ const OLD_VERSIONS: [(&[u8; 8], &str); 3] = [
 /// The largest header accepted (a header is a few hundred bytes; this bounds what a damaged
 /// length field can make the reader allocate).
 const MAX_HEADER: u64 = 1 << 20;
-/// Bytes of the MAC at the end.
-const MAC_BYTES: usize = 32;
 
 /// Bytes a checkpoint may hold besides its tensors (header, ledger, records' metadata).
 const SLACK: u64 = 256 << 20;
@@ -47,15 +44,6 @@ const PARAM_COPIES: u64 = 16;
 /// before anything is read (a sparse 12 GB file used to abort on allocation).
 pub fn size_bound(params: usize) -> u64 {
     (params as u64).saturating_mul(4 * PARAM_COPIES).saturating_add(SLACK)
-}
-
-/// The checkpoints' MAC.
-type Seal = Hmac<Sha256>;
-
-/// HMAC-SHA256 of `body` under `key`.
-fn seal(key: &SecretKey) -> Seal {
-    // HMAC takes keys of any length: this cannot fail.
-    <Seal as Mac>::new_from_slice(key.as_bytes()).unwrap_or_else(|_| unreachable!("HMAC accepts any key length"))
 }
 
 /// Everything in a checkpoint but the tensors.
@@ -106,9 +94,8 @@ impl Checkpoint {
         out.extend_from_slice(&(header.len() as u64).to_le_bytes());
         out.extend_from_slice(&header);
         out.extend_from_slice(&state);
-        let mut mac = seal(key);
-        mac.update(&out);
-        out.extend_from_slice(&mac.finalize().into_bytes());
+        let tag = seal(key, &[&out]);
+        out.extend_from_slice(&tag);
         Ok(out)
     }
 
@@ -125,13 +112,11 @@ impl Checkpoint {
         if let Some((_, why)) = OLD_VERSIONS.iter().find(|(magic, _)| bytes.starts_with(*magic)) {
             return Err(err(path, why));
         }
-        if bytes.len() < MAGIC.len() + 8 + MAC_BYTES || &bytes[..MAGIC.len()] != MAGIC {
+        if bytes.len() < MAGIC.len() + 8 + SEAL_BYTES || &bytes[..MAGIC.len()] != MAGIC {
             return Err(err(path, "not a dptrain checkpoint of this version"));
         }
-        let (body, tag) = bytes.split_at(bytes.len() - MAC_BYTES);
-        let mut mac = seal(key);
-        mac.update(body);
-        if mac.verify_slice(tag).is_err() {
+        let (body, tag) = bytes.split_at(bytes.len() - SEAL_BYTES);
+        if !verifies(key, &[body], tag) {
             return Err(err(
                 path,
                 "its MAC does not verify under the run's key: the file is damaged, was edited, or belongs to another run",

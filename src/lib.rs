@@ -12,6 +12,7 @@ pub mod curves;
 pub mod fetch;
 pub mod run_folder;
 pub mod scattered;
+pub mod seal;
 pub mod train_config;
 pub mod trainer;
 pub mod zoo;

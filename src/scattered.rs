@@ -9,7 +9,8 @@
 //! are a fixed, data-independent function of each example alone, so DP-SGD on them is DP for
 //! the images.
 
-use crate::cache_key::{SEAL_BYTES, cache_key, seal, verifies};
+use crate::cache_key::cache_key;
+use crate::seal::{SEAL_BYTES, seal, verifies};
 use dp_data::safe_files::{OWNER_ONLY, read_regular, write_atomic};
 use dp_data::{ImageDataset, SecretKey};
 use dp_engine::error::{EngineError, Result};
@@ -72,6 +73,21 @@ fn write_cache(path: &Path, features: &[f32], key: &SecretKey) -> Result<()> {
     Ok(write_atomic(path, &bytes, OWNER_ONLY)?)
 }
 
+/// The `len` features of `data` through `net`, chunk by chunk, stopped between chunks when
+/// `interrupt` is raised.
+fn compute(net: &ScatterNet, data: &ImageDataset, len: usize, interrupt: Option<&AtomicBool>) -> Result<Vec<f32>> {
+    let mut features = Vec::with_capacity(len);
+    for values in chunks(data) {
+        if interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst)) {
+            return Err(EngineError::Interrupted(
+                "while computing the ScatterNet features, before the first step: nothing to resume, run the command again".into(),
+            ));
+        }
+        features.extend(net.features_of(&values));
+    }
+    Ok(features)
+}
+
 /// `data`'s ScatterNet features, read from the cache in `cache` when it holds them under its
 /// key, else computed (`computing` is told how many examples first) and cached there; stopped
 /// between chunks when `interrupt` is raised. A cache that cannot be used or written is
@@ -89,25 +105,19 @@ pub fn scattered(
     dp_data::memory::check("the ScatterNet features", (len as u128).checked_mul(8))?;
     // A cache whose key cannot be read or made is not used (the features are recomputed).
     let cached = cache.and_then(|dir| cache_key(dir).ok().map(|key| (cache_file(dir, data), key)));
-    if let Some(features) = cached.as_ref().and_then(|(f, key)| read_cache(f, len, key)) {
-        return ImageDataset::from_features(features, data.labels().to_vec(), shape, data.classes())
-            .map_err(EngineError::from);
-    }
-    computing(data.len());
-    let mut features = Vec::with_capacity(len);
-    for values in chunks(data) {
-        if interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst)) {
-            return Err(EngineError::Interrupted(
-                "while computing the ScatterNet features, before the first step: nothing to resume, run the command again".into(),
-            ));
+    let features = match cached.as_ref().and_then(|(f, key)| read_cache(f, len, key)) {
+        Some(features) => features,
+        None => {
+            computing(data.len());
+            let features = compute(&net, data, len, interrupt)?;
+            if let Some((f, key)) = &cached {
+                // The features are the same without a cache: a folder that cannot be written
+                // costs the next run a recomputation, nothing else.
+                let _ = write_cache(f, &features, key);
+            }
+            features
         }
-        features.extend(net.features_of(&values));
-    }
-    if let Some((f, key)) = &cached {
-        // The features are the same without a cache: a folder that cannot be written costs the
-        // next run a recomputation, nothing else.
-        let _ = write_cache(f, &features, key);
-    }
+    };
     ImageDataset::from_features(features, data.labels().to_vec(), shape, data.classes()).map_err(EngineError::from)
 }
 

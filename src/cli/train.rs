@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_accounting::LotSampling;
 use dp_data::DatasetName;
-use dp_data::safe_files::{occupied, read_regular};
+use dp_data::safe_files::{occupied, read_following, read_regular};
 use dp_engine::DeviceChoice;
 use dp_engine::activation::Activation;
 use dp_engine::canaries::AuditRequest;
@@ -23,7 +23,6 @@ use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Event, Session, TrainReport, train};
 use dptrain::zoo::ModelName;
 use dptrain::zoo::Normalization;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Train a model with differential privacy (DP-SGD / DP-Adam) and report its accuracy and the
@@ -265,14 +264,8 @@ impl TrainArgs {
             Some(path) => {
                 // A link is followed (a config kept elsewhere), but only to a regular file of a
                 // config's size: a FIFO or /dev/zero is one line, not a hang.
-                let (file, len) = dp_data::safe_files::open_regular(path)?;
-                if len > MAX_CONFIG {
-                    bail!("{}: {len} bytes, more than the {MAX_CONFIG} a config may have", path.display());
-                }
-                let mut text = String::new();
-                file.take(MAX_CONFIG)
-                    .read_to_string(&mut text)
-                    .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
+                let bytes = read_following(path, MAX_CONFIG)?;
+                let text = String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
                 parse_toml(&text, path)?
             }
             None => TrainConfig::default(),

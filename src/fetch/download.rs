@@ -32,7 +32,7 @@ fn failed(url: &str, reason: impl std::fmt::Display) -> EngineError {
 
 /// The SHA-256 and length of the regular file `path`, None when nothing is there; refused when
 /// it is not a regular file or holds more than `size` bytes.
-fn digest_of(path: &Path, size: u64) -> dp_data::Result<Option<(Sha256, u64)>> {
+pub(super) fn digest_of(path: &Path, size: u64) -> dp_data::Result<Option<(Sha256, u64)>> {
     if !occupied(path) {
         return Ok(None);
     }

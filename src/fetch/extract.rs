@@ -5,9 +5,10 @@
 //! (`crate::cache_key`), and checked on reuse: six files of the right sizes are not enough
 //! (six all-zero ones used to pass as "already there, verified").
 
-use crate::cache_key::{seal, verifies};
+use super::download::digest_of;
+use crate::seal::{seal, verifies};
 use dp_data::SecretKey;
-use dp_data::safe_files::{OWNER_ONLY, PUBLIC, occupied, open, read_regular, regular, write_atomic};
+use dp_data::safe_files::{OWNER_ONLY, PUBLIC, open, read_regular, regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use flate2::read::GzDecoder;
 use sha2::{Digest, Sha256};
@@ -32,21 +33,11 @@ pub const BATCH_BYTES: u64 = 10_000 * (1 + 3 * 32 * 32);
 /// The digests' file in the batches' folder: one `hex  name` line per batch, then the seal.
 const SUMS: &str = "SHA256SUMS";
 
-/// The SHA-256 of the regular file `path`, which must hold [`BATCH_BYTES`].
-fn batch_digest(path: &Path) -> Result<String> {
-    let file = open(path, OpenOptions::new().read(true))?;
-    if regular(&file, path)? != BATCH_BYTES {
-        return Err(EngineError::Data(format!("{}: not {BATCH_BYTES} bytes", path.display())));
-    }
-    let mut hash = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut reader = file.take(BATCH_BYTES);
-    loop {
-        let n = reader.read(&mut buf).map_err(|e| EngineError::Data(format!("{}: {e}", path.display())))?;
-        if n == 0 {
-            return Ok(hex::encode(hash.finalize()));
-        }
-        hash.update(&buf[..n]);
+/// The hex SHA-256 of the batch `path`, None unless it is a regular file of [`BATCH_BYTES`].
+fn batch_digest(path: &Path) -> Option<String> {
+    match digest_of(path, BATCH_BYTES) {
+        Ok(Some((hash, BATCH_BYTES))) => Some(hex::encode(hash.finalize())),
+        _ => None,
     }
 }
 
@@ -59,18 +50,14 @@ fn sums_text(digests: &[String]) -> String {
 /// was unpacked.
 pub fn unpacked(dir: &Path, key: &SecretKey) -> bool {
     let batches = dir.join(BATCHES);
-    let sums = batches.join(SUMS);
-    if !occupied(&sums) {
-        return false;
-    }
-    let Ok(bytes) = read_regular(&sums, 4096) else { return false };
+    let Ok(bytes) = read_regular(&batches.join(SUMS), 4096) else { return false };
     let Some((text, tag)) = bytes.split_last_chunk::<64>() else { return false };
     let Some(tag) = std::str::from_utf8(tag).ok().and_then(|t| hex::decode(t).ok()) else { return false };
     if !verifies(key, &[text], &tag) {
         return false;
     }
-    let digests: Result<Vec<String>> = FILES.iter().map(|f| batch_digest(&batches.join(f))).collect();
-    digests.is_ok_and(|d| sums_text(&d).as_bytes() == text)
+    let digests: Option<Vec<String>> = FILES.iter().map(|f| batch_digest(&batches.join(f))).collect();
+    digests.is_some_and(|d| sums_text(&d).as_bytes() == text)
 }
 
 /// Unpacks the batches of `archive` into `dir`/cifar-10-batches-bin, with their digests sealed

@@ -52,6 +52,12 @@ pub fn open(path: &Path, options: &mut OpenOptions) -> Result<File> {
 pub fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>> {
     let file = open(path, OpenOptions::new().read(true))?;
     let len = regular(&file, path)?;
+    read_bounded(file, len, path, cap)
+}
+
+/// The bytes of `file` (opened from `path`, `len` bytes long), refused when it holds, or grows
+/// while read to, more than `cap`.
+fn read_bounded(file: File, len: u64, path: &Path, cap: u64) -> Result<Vec<u8>> {
     if len > cap {
         return Err(file_error(path, format!("holds {len} bytes, more than the {cap} such a file may have")));
     }
@@ -66,8 +72,10 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>> {
 /// The bytes of the secret `path` (a key file): [`read_regular`], refused unless it belongs to
 /// this user and no one else may read it.
 pub fn read_secret(path: &Path, cap: u64) -> Result<Vec<u8>> {
-    let bytes = read_regular(path, cap)?;
-    let meta = fs::symlink_metadata(path).map_err(|e| file_error(path, e))?;
+    let file = open(path, OpenOptions::new().read(true))?;
+    let len = regular(&file, path)?;
+    // The file read is the one checked: its own metadata, not the path's again.
+    let meta = file.metadata().map_err(|e| file_error(path, e))?;
     let mode = meta.permissions().mode();
     if mode & 0o077 != 0 {
         return Err(file_error(
@@ -82,7 +90,7 @@ pub fn read_secret(path: &Path, cap: u64) -> Result<Vec<u8>> {
             format!("belongs to user {}, not to this one: a secret must be this user's own", meta.uid()),
         ));
     }
-    Ok(bytes)
+    read_bounded(file, len, path, cap)
 }
 
 /// Opens the data file `path` for reading, following a link (data folders are often links into a
@@ -94,14 +102,15 @@ pub fn open_regular(path: &Path) -> Result<(File, u64)> {
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
-    let meta = file.metadata().map_err(|reason| DataError::Io { path: path.to_path_buf(), reason })?;
-    if !meta.is_file() {
-        return Err(DataError::corrupt(
-            path,
-            "is not a regular file (a FIFO, a device or a folder): give the file itself",
-        ));
-    }
-    Ok((file, meta.len()))
+    let len = regular(&file, path)?;
+    Ok((file, len))
+}
+
+/// The bytes of the file `path` as [`open_regular`] opens it (a link to a regular file is
+/// followed: a user's own file, kept where they like), refused when it holds more than `cap`.
+pub fn read_following(path: &Path, cap: u64) -> Result<Vec<u8>> {
+    let (file, len) = open_regular(path)?;
+    read_bounded(file, len, path, cap)
 }
 
 /// True when anything (a link included) is at `path`.
@@ -221,5 +230,8 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert_eq!(open_regular(&link).unwrap().1, 4, "a link to a regular file is read");
+        assert_eq!(read_following(&link, 4).unwrap(), b"1234");
+        assert!(read_following(&link, 3).unwrap_err().to_string().contains("more than the 3"));
+        assert!(read_following(&fifo, 16).unwrap_err().to_string().contains("not a regular file"));
     }
 }

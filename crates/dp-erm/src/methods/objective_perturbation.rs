@@ -35,8 +35,9 @@ impl ObjectiveNoise {
     }
 }
 
-/// A run: a minimization from the optimum, usually a few hundred passes, at most the solver's
-/// iteration cap; nothing where the theorem refuses the model (not a binary GLM).
+/// A run: a minimization that starts from the optimum, taken as 100 passes (a rough expectation,
+/// not measured per problem) and at most the solver's iteration cap; nothing where the theorem
+/// refuses the model (not a binary GLM).
 pub fn cost(problem: &Problem) -> Cost {
     match problem.model.curvature() {
         Curvature::Convex { rank_one: true, .. } => {
