@@ -21,6 +21,7 @@ use dp_engine::noise::NOISE_STREAM;
 use dp_engine::optimizer::{OptimizerName, optimizer};
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::step::batching::Batching;
+use dp_engine::step::phases::{Phase, PhaseClock};
 use dp_engine::step::{self, LotStep, StepState};
 use rand::Rng;
 use serde::Serialize;
@@ -67,6 +68,9 @@ pub struct BenchConfig {
     pub iterations: usize,
     /// The mechanisms timed, in order (by default [`BENCHED`]).
     pub mechanisms: Vec<MechanismName>,
+    /// Also time each phase of the steps (`dp_engine::step::phases`), synchronising the device
+    /// at every phase boundary.
+    pub phases: bool,
 }
 
 impl BenchConfig {
@@ -117,6 +121,8 @@ pub struct BenchResult {
     pub ms_per_lot: Vec<(MechanismName, f64)>,
     /// (mechanism, device kernels launched per lot; 0 on the CPU backends, which launch none).
     pub launches_per_lot: Vec<(MechanismName, usize)>,
+    /// (mechanism, median ms per lot of each phase of `Phase::ALL`) when the phases were timed.
+    pub phases_ms: Vec<(MechanismName, [f64; Phase::ALL.len()])>,
 }
 
 /// Counts the device kernels launched while it is installed (every launch of the process).
@@ -205,7 +211,17 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
         .collect::<Result<Vec<_>>>()?;
     let k = config.mechanisms.len();
     let mut times = vec![Vec::new(); k];
+    let mut phase_times = vec![Vec::new(); k];
     let mut launches = vec![0; k];
+    let synced = dev.clone();
+    let clock = if config.phases {
+        let clock = PhaseClock::start(move || {
+            let _ = synced.sync();
+        });
+        Some(clock.ok_or_else(|| EngineError::invalid("bench", "the phases are already being timed on this thread"))?)
+    } else {
+        None
+    };
     let counter = Arc::new(LaunchCount::default());
     for round in 0..config.warmup + config.iterations {
         // Rotate which mechanism goes first so that none always follows the same one.
@@ -221,8 +237,10 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             let (model, _) = c.step.step(model, &mut c.optimizer, 0.01, &source, dev)?;
             c.model = Some(model);
             dev.sync().map_err(|e| EngineError::Device(DeviceError(format!("{e:?}"))))?;
+            let phases = clock.as_ref().map(PhaseClock::lap);
             if round >= config.warmup {
                 times[i].push(start.elapsed().as_secs_f64() * 1e3);
+                phase_times[i].extend(phases);
             }
             if counting.is_some() {
                 launches[i] = counter.0.load(Ordering::Relaxed);
@@ -231,8 +249,15 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
         }
     }
     let named = config.mechanisms.iter().copied();
+    let phase_medians = |lots: Vec<[std::time::Duration; Phase::ALL.len()]>| {
+        std::array::from_fn(|p| median(lots.iter().map(|lot| lot[p].as_secs_f64() * 1e3).collect()))
+    };
     Ok(BenchResult {
         ms_per_lot: named.clone().zip(times.into_iter().map(median)).collect(),
-        launches_per_lot: named.zip(launches).collect(),
+        launches_per_lot: named.clone().zip(launches).collect(),
+        phases_ms: match config.phases {
+            true => named.zip(phase_times.into_iter().map(phase_medians)).collect(),
+            false => Vec::new(),
+        },
     })
 }

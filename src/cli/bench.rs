@@ -10,6 +10,7 @@ use dp_engine::DeviceChoice;
 use dp_engine::activation::Activation;
 use dp_engine::machine::Machine;
 use dp_engine::mechanism::MechanismName;
+use dp_engine::step::phases::Phase;
 use dptrain::bench::{BENCHED, BenchConfig, BenchResult, bench};
 use dptrain::zoo::ModelName;
 use dptrain::zoo::{ModelSpec, Normalization};
@@ -66,6 +67,11 @@ pub struct BenchArgs {
     /// Comma-separated mechanisms to time [default: none,gaussian,optimized,optimized-paper,ls-sgd].
     #[arg(long, value_name = "LIST")]
     mechanisms: Option<String>,
+
+    /// Also time each phase of the steps (forward, backward, norms, clip factors, clipped sums,
+    /// noise, update), the device synchronised at every boundary: where a mechanism's time goes.
+    #[arg(long)]
+    phases: bool,
 
     /// Print one JSON object on stdout.
     #[arg(long)]
@@ -171,6 +177,7 @@ fn config(w: &Workload, args: &BenchArgs, mechanisms: &[MechanismName]) -> Bench
         warmup: args.warmup,
         iterations: args.iterations,
         mechanisms: mechanisms.to_vec(),
+        phases: args.phases,
     }
 }
 
@@ -192,6 +199,10 @@ fn json_rows(rows: &[(&Workload, BenchResult)]) -> Vec<serde_json::Value> {
                 "ratio_to_none": map(&|t| t / none),
                 "ratio_to_gaussian": map(&|t| t / gaussian),
                 "launches_per_lot": r.launches_per_lot.iter().map(|(m, n)| (name(*m), json!(n))).collect::<serde_json::Map<_, _>>(),
+                "phases_ms": r.phases_ms.iter().map(|(m, ms)| {
+                    let phases: serde_json::Map<_, _> = Phase::ALL.iter().zip(ms).map(|(p, t)| (p.name().to_string(), json!(t))).collect();
+                    (name(*m), json!(phases))
+                }).collect::<serde_json::Map<_, _>>(),
             })
         })
         .collect()
@@ -228,6 +239,15 @@ fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], 
             ratio(r.ms(MechanismName::OptimizedPaper) / g, 11),
             ratio(r.ms(MechanismName::LsSgd) / g, 9)
         );
+    }
+    for (w, r) in rows.iter().filter(|(_, r)| !r.phases_ms.is_empty()) {
+        println!("{}: median ms per lot in each phase", w.name);
+        let heads: Vec<String> = r.phases_ms.iter().map(|(m, _)| format!("{:>12}", name(*m))).collect();
+        println!("  {:<14}{}", "phase", heads.join(""));
+        for (p, phase) in Phase::ALL.iter().enumerate() {
+            let cells: Vec<String> = r.phases_ms.iter().map(|(_, ms)| format!("{:>12.2}", ms[p])).collect();
+            println!("  {:<14}{}", phase.name(), cells.join(""));
+        }
     }
     if launches {
         for (w, r) in rows {

@@ -7,6 +7,7 @@ use super::params::ParamTable;
 use super::tape::{LayerGrads, recording};
 use crate::clipping::{Clipping, clip_factors};
 use crate::error::{EngineError, Result};
+use crate::step::phases::{Phase, timed};
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
@@ -40,7 +41,7 @@ impl BatchGrads {
     /// come `views` to an example (augmentation multiplicity): each example's gradient is the
     /// sum of its views' (the losses are weighted by the caller), clipped as one.
     pub fn try_compute<T>(views: usize, forward: impl FnOnce() -> Result<(Tensor<1>, T)>) -> Result<(Self, T)> {
-        let (out, tape) = recording(forward)?;
+        let (out, tape) = timed(Phase::Forward, || recording(forward))?;
         let (losses, extra) = out?;
         if tape.is_empty() {
             return Err(EngineError::Unsupported("the forward pass went through no DP layer".into()));
@@ -49,8 +50,8 @@ impl BatchGrads {
         if views == 0 || rows % views != 0 {
             return Err(EngineError::invalid("views", format!("{rows} losses are not {views} views per example")));
         }
-        let grads = losses.sum().backward();
-        Ok((Self { layers: tape.per_example(&grads, views)? }, extra))
+        let layers = timed(Phase::Backward, || tape.per_example(&losses.sum().backward(), views))?;
+        Ok((Self { layers }, extra))
     }
 
     /// Each recorded DP layer's parameters, in forward order.
@@ -73,10 +74,16 @@ impl BatchGrads {
                 // more layers than that (a layer of a user's that records twice), over those, so
                 // that each example's whole gradient stays within C.
                 let layers = layers.max(self.layers.len());
-                clip_factors(self.sq_norms(), clip_norm, clipping, layers).into_iter().map(Some).collect()
+                let norms = timed(Phase::Norms, || self.sq_norms());
+                timed(Phase::ClipFactors, || clip_factors(norms, clip_norm, clipping, layers))
+                    .into_iter()
+                    .map(Some)
+                    .collect()
             }
         };
-        self.layers.iter().zip(&factors).flat_map(|(l, s)| l.grads.weighted_sum(s.as_ref())).collect()
+        timed(Phase::ClippedSums, || {
+            self.layers.iter().zip(&factors).flat_map(|(l, s)| l.grads.weighted_sum(s.as_ref())).collect()
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::batching::Batching;
 use super::lot::{LotMetrics, LotSource, batch_losses};
+use super::phases::{Phase, timed};
 use super::{LotStep, StepState};
 use crate::error::Result;
 use burn::module::Module;
@@ -39,13 +40,20 @@ impl<M: Module> LotStep<M> for PlainStep {
         let n = lot.len() as f64;
         let batching = self.batching.for_views(source.views());
         for chunk in lot.chunks(batching.size.max(1)) {
-            let out = batch_losses(source, &model, chunk, batching.padded(chunk.len()), device)?;
+            let out =
+                timed(Phase::Forward, || batch_losses(source, &model, chunk, batching.padded(chunk.len()), device))?;
             let loss = out.weighted.sum();
             metrics.add(loss.clone().inner(), out.correct);
-            let grads = GradientsParams::from_grads(loss.div_scalar(n).backward(), &model);
-            accumulated.accumulate(&model, grads);
+            timed(Phase::Backward, || {
+                let grads = GradientsParams::from_grads(loss.div_scalar(n).backward(), &model);
+                accumulated.accumulate(&model, grads);
+            });
         }
-        let model = if lot.is_empty() { model } else { optimizer.step(lr, model, accumulated.grads()) };
+        let model = if lot.is_empty() {
+            model
+        } else {
+            timed(Phase::Update, || optimizer.step(lr, model, accumulated.grads()))
+        };
         self.ledger.record_event(self.event.clone(), 1)?;
         Ok((model, metrics))
     }

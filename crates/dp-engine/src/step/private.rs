@@ -10,6 +10,7 @@
 use super::batching::Batching;
 use super::hook::StepHook;
 use super::lot::{LotMetrics, LotSource, lot_sum, mean_gradient};
+use super::phases::{Phase, timed};
 use super::{LotStep, StepState, sampling_of};
 use crate::allocation::{NoiseAllocation, StepNoise};
 use crate::error::{EngineError, Result};
@@ -98,21 +99,23 @@ impl<M: Module> LotStep<M> for PrivateStep {
     ) -> Result<(M, LotMetrics)> {
         let lot = self.sampler.next_lot();
         let inference = model.valid();
-        let noise = self.next_noise(&inference, source, device)?;
+        let noise = timed(Phase::Noise, || self.next_noise(&inference, source, device))?;
         let (mut sums, metrics) =
             lot_sum(&inference, source, &lot, self.batching, &self.table, Some(self.clip), device)?;
         if let Some(h) = self.hook.as_mut() {
             h.add_records(&mut sums)?;
         }
-        let released = self.release(sums, &noise)?;
+        let released = timed(Phase::Noise, || self.release(sums, &noise))?;
         let scale = self.scale();
         if let Some(h) = self.hook.as_mut() {
             h.released(&released, &noise.scales, scale)?;
         }
-        self.allocation.observe(&released);
-        let grads = self.mechanism.post_process(released, &self.table)?;
-        let grads = self.table.params().iter().zip(grads).map(|(p, value)| ParamGrad { id: p.id, value }).collect();
-        let model = optimizer.step(lr, model, gradients_params(grads, &self.table)?);
+        let model = timed(Phase::Update, || {
+            self.allocation.observe(&released);
+            let grads = self.mechanism.post_process(released, &self.table)?;
+            let grads = self.table.params().iter().zip(grads).map(|(p, value)| ParamGrad { id: p.id, value }).collect();
+            Ok::<_, EngineError>(optimizer.step(lr, model, gradients_params(grads, &self.table)?))
+        })?;
         Ok((model, metrics))
     }
 
