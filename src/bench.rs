@@ -19,9 +19,9 @@ use dp_engine::mechanism;
 use dp_engine::mechanism::MechanismName;
 use dp_engine::noise::NOISE_STREAM;
 use dp_engine::optimizer::{OptimizerName, optimizer};
+use dp_engine::phases::{Phase, PhaseClock};
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::step::batching::Batching;
-use dp_engine::step::phases::{Phase, PhaseClock};
 use dp_engine::step::{self, LotStep, StepState};
 use rand::Rng;
 use serde::Serialize;
@@ -68,7 +68,7 @@ pub struct BenchConfig {
     pub iterations: usize,
     /// The mechanisms timed, in order (by default [`BENCHED`]).
     pub mechanisms: Vec<MechanismName>,
-    /// Also time each phase of the steps (`dp_engine::step::phases`), synchronising the device
+    /// Also time each phase of the steps (`dp_engine::phases`), synchronising the device
     /// at every phase boundary.
     pub phases: bool,
 }

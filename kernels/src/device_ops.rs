@@ -128,14 +128,11 @@ pub fn noisy_scale<const D: usize>(
         }
         Placement::Host(g) => {
             let shape = g.shape();
-            let z = gaussian::normals(position, n);
             let sigma = host_values(&sigma);
-            let values = host_values(&g)
-                .iter()
-                .zip(&z)
-                .enumerate()
-                .map(|(i, (&x, &z))| (x + sigma[if sigma.len() == 1 { 0 } else { i }] * z) * scale)
-                .collect::<Vec<f32>>();
+            let x = host_values(&g);
+            let values = gaussian::map_normals(position, n, |i, z| {
+                (x[i] + sigma[if sigma.len() == 1 { 0 } else { i }] * z) * scale
+            });
             Ok(Tensor::from_data(TensorData::new(values, shape), &device))
         }
     }

@@ -69,6 +69,44 @@ pub fn unfold_example(x: &[f32], shape: [usize; 3], p: &Patches, out: &mut [f32]
     }
 }
 
+/// Adds one example's patch gradients `cols` [C*kh*kw, H'*W'] onto its input gradient `out`
+/// [C, H, W] ("col2im", the adjoint of [`unfold_example`]): each patch element goes to the input
+/// element it was read from, those read from the padding are dropped. The input columns one
+/// kernel column reaches are found once per row, so the inner loop is a strided add with no test.
+pub fn fold_example(cols: &[f32], shape: [usize; 3], p: &Patches, out: &mut [f32]) {
+    let [c, h, w] = shape;
+    let [ho, wo] = p.output_size([h, w]);
+    let [kh, kw] = p.kernel;
+    assert!(out.len() == c * h * w && cols.len() == c * kh * kw * ho * wo, "col2im operand sizes");
+    if cols.is_empty() {
+        return;
+    }
+    let [sy, sx] = p.stride;
+    for (row, source) in cols.chunks_exact(ho * wo).enumerate() {
+        let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
+        // Output column ox reads input column ox sx + reach - px: those inside [0, w).
+        let reach = kj * p.dilation[1];
+        let first = p.padding[1].saturating_sub(reach).div_ceil(sx);
+        let last = (w + p.padding[1]).saturating_sub(reach).div_ceil(sx).min(wo);
+        if first >= last {
+            continue;
+        }
+        let plane = &mut out[channel * h * w..][..h * w];
+        for (oy, line) in source.chunks_exact(wo).enumerate() {
+            let Some(iy) = (oy * sy + ki * p.dilation[0]).checked_sub(p.padding[0]).filter(|&iy| iy < h) else {
+                continue;
+            };
+            let start = iy * w + first * sx + reach - p.padding[1];
+            let values = &line[first..last];
+            match sx {
+                // Unit stride: one contiguous add, which the compiler vectorises.
+                1 => plane[start..][..values.len()].iter_mut().zip(values).for_each(|(t, &v)| *t += v),
+                _ => plane[start..].iter_mut().step_by(sx).zip(values).for_each(|(t, &v)| *t += v),
+            }
+        }
+    }
+}
+
 /// One example zero-padded and split by stride phase: the phase (a, b) plane holds the padded
 /// image's rows a, a + sy, ... and columns b, b + sx, ..., so the input a kernel tap reads for
 /// one row of output positions is a contiguous run of one plane.
@@ -168,5 +206,43 @@ mod tests {
             }
         }
         assert_eq!(checked, 96);
+    }
+
+    #[test]
+    fn folding_is_the_adjoint_of_unfolding_over_a_grid_of_geometries() {
+        // <unfold(x), y> = <x, fold(y)> for every x and y: fold(y) is y summed back, element by
+        // element, onto what the naive unfold read (padding dropped).
+        let [c, h, w] = [2, 5, 6];
+        let x: Vec<f32> = (0..c * h * w).map(|v| ((v * 7 % 11) as f32 - 5.0) / 3.0).collect();
+        let mut checked = 0;
+        for kernel in [[1, 1], [2, 3], [3, 3], [5, 4], [7, 8]] {
+            for stride in [[1, 1], [2, 1], [1, 3], [2, 2]] {
+                for padding in [[0, 0], [1, 2], [3, 0]] {
+                    for dilation in [[1, 1], [2, 1]] {
+                        let p = Patches { kernel, stride, padding, dilation };
+                        let cols = naive(&x, [1, c, h, w], &p);
+                        let y: Vec<f32> = (0..cols.len()).map(|v| ((v * 5 % 13) as f32 - 6.0) / 4.0).collect();
+                        let mut folded = vec![0.5f32; c * h * w];
+                        fold_example(&y, [c, h, w], &p, &mut folded);
+                        let dot = |a: &[f32], b: &[f32]| {
+                            a.iter().zip(b).map(|(&u, &v)| f64::from(u) * f64::from(v)).sum::<f64>()
+                        };
+                        let offset = 0.5 * x.iter().map(|&v| f64::from(v)).sum::<f64>();
+                        let (lhs, rhs) = (dot(&cols, &y), dot(&x, &folded) - offset);
+                        assert!((lhs - rhs).abs() <= 1e-9 * (1.0 + lhs.abs()), "{p:?}: {lhs} vs {rhs}");
+                        // Each input element gets the sum of exactly the entries that read it.
+                        for i in 0..c * h * w {
+                            let mut unit = vec![0.0f32; c * h * w];
+                            unit[i] = 1.0;
+                            let read = naive(&unit, [1, c, h, w], &p);
+                            let want: f64 = read.iter().zip(&y).map(|(&r, &v)| f64::from(r) * f64::from(v)).sum();
+                            assert!((f64::from(folded[i]) - 0.5 - want).abs() < 1e-4, "{p:?} element {i}");
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 120);
     }
 }

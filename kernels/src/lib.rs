@@ -30,6 +30,7 @@ pub mod scattering;
 pub mod sigma_solver;
 pub mod smoothing;
 pub mod tensor_io;
+pub mod vectorised;
 pub mod wgpu_probe;
 
 pub use chacha::StreamPosition;

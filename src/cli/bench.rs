@@ -10,7 +10,7 @@ use dp_engine::DeviceChoice;
 use dp_engine::activation::Activation;
 use dp_engine::machine::Machine;
 use dp_engine::mechanism::MechanismName;
-use dp_engine::step::phases::Phase;
+use dp_engine::phases::Phase;
 use dptrain::bench::{BENCHED, BenchConfig, BenchResult, bench};
 use dptrain::zoo::ModelName;
 use dptrain::zoo::{ModelSpec, Normalization};

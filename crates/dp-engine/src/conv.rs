@@ -1,13 +1,17 @@
-//! 2-D convolution as a backend extension whose weight gradient, on Burn's flex CPU backend, is
-//! one GEMM per example over its patches (unfolded into one buffer per part of the examples),
-//! accumulated over fixed parts of the examples. Burn's own weight gradient convolves the input
-//! with the output gradient, batch and channels swapped: on flex, per input channel, an im2col
-//! buffer of B H' W' rows and a GEMM only kh kw columns wide. It took more than half of a plain
-//! cifar10-cnn step (about 165 of 314 ms for a lot of 128 on two cores). The forward pass and
-//! the input's gradient are the backend's own; every other backend, and any case the flex pass
-//! does not cover (groups, asymmetric padding, another dtype), keeps Burn's weight gradient. A
-//! DP step does not reach it: its parameters carry no gradient (the tape computes per-example
-//! gradients), so this is the plain step's cost.
+//! 2-D convolution as a backend extension whose gradients, on Burn's flex CPU backend, are one
+//! GEMM per example over its patches. The weight's: each example's patches (unfolded into one
+//! buffer per part of the examples) times its output gradient, accumulated over fixed parts of
+//! the examples. Burn's own weight gradient convolves the input with the output gradient, batch
+//! and channels swapped: on flex, per input channel, an im2col buffer of B H' W' rows and a GEMM
+//! only kh kw columns wide. It took more than half of a plain cifar10-cnn step (about 165 of 314
+//! ms for a lot of 128 on two cores). The input's: W^T G_b [C_in kh kw, P] per example, folded
+//! back onto the input (col2im, `dp_kernels::im2col::fold_example`); Burn's transposed
+//! convolution reads a zero-dilated output gradient where the stride is 2 (flex's
+//! `conv_transpose3d`, the largest non-GEMM cost of a WRN-16-4 step on the Intel Xeon of issue
+//! 39). The forward pass is the backend's own; every other backend, and any case the flex passes
+//! do not cover (groups, asymmetric padding, another dtype), keeps Burn's gradients. A DP step
+//! computes no weight gradient (its parameters carry none: the tape computes per-example
+//! gradients), but the input's in both steps.
 
 // The extension names Burn's deprecated ndarray backend, the oracle tests' reference, and the
 // code it generates for it cannot carry an attribute of its own.
@@ -27,7 +31,8 @@ use burn::backend::{Autodiff, Backend, Flex, backend_extension};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Tensor, TensorData};
 use dp_kernels::Patches;
-use dp_kernels::im2col::unfold_example;
+use dp_kernels::im2col::{fold_example, unfold_example};
+use rayon::prelude::*;
 
 /// The convolution of x [B, C_in, H, W] with `weight` [C_out, C_in, kh, kw], no bias.
 pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, options: ConvOptions<2>) -> Tensor<4> {
@@ -46,37 +51,50 @@ pub trait ConvBackend: Backend {
     }
 }
 
-/// The weight gradient of the convolution, per backend.
-pub trait ConvWeightGrad: Backend {
+/// The gradients of the convolution, per backend.
+pub trait ConvGrads: Backend {
     /// The gradient of `weight` given the output's gradient `grad`: Burn's unless overridden.
     fn weight_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
         Self::conv2d_weight_backward(x, weight, grad, options)
     }
+
+    /// The gradient of the input `x` given the output's gradient `grad`: Burn's unless overridden.
+    fn input_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
+        Self::conv2d_x_backward(x, weight, grad, options)
+    }
 }
 
 impl ConvBackend for burn::backend::NdArray {}
-impl ConvWeightGrad for burn::backend::NdArray {}
+impl ConvGrads for burn::backend::NdArray {}
 impl ConvBackend for burn_cubecl::Cube {}
-impl ConvWeightGrad for burn_cubecl::Cube {}
+impl ConvGrads for burn_cubecl::Cube {}
 impl ConvBackend for Flex {}
 
-impl ConvWeightGrad for Flex {
+impl ConvGrads for Flex {
     fn weight_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
         match flex_weight_grad(&x, &weight, &grad, &options) {
             Some(g) => g,
             None => Self::conv2d_weight_backward(x, weight, grad, options),
         }
     }
+
+    fn input_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
+        match flex_input_grad(&x, &weight, &grad, &options) {
+            Some(g) => g,
+            None => Self::conv2d_x_backward(x, weight, grad, options),
+        }
+    }
 }
 
-/// Σ_b G_b A_b^T over the examples: G_b [C_out, P] the output gradient of example b, A_b
-/// [C_in kh kw, P] its patches; None where this pass does not apply.
-fn flex_weight_grad(
+/// The geometry of a convolution of x [B, C_in, H, W] by weight [C_out, C_in, kh, kw] with output
+/// gradient [B, C_out, H', W'] that the flex passes cover: ([B, C_in, H, W], [C_out, K, P], the
+/// patches); None for groups, asymmetric padding or shapes that disagree.
+fn flex_geometry(
     x: &FlexTensor,
     weight: &FlexTensor,
     grad: &FlexTensor,
     options: &ConvOptions<2>,
-) -> Option<FlexTensor> {
+) -> Option<([usize; 4], [usize; 3], Patches)> {
     if options.groups != 1 || options.is_asymmetric() {
         return None;
     }
@@ -90,9 +108,47 @@ fn flex_weight_grad(
     if c_w != c_in || gb != b || gc != c_out || patches.output_size([h, w]) != [ho, wo] {
         return None;
     }
+    Some(([b, c_in, h, w], [c_out, c_in * kh * kw, ho * wo], patches))
+}
+
+/// W^T G_b [K, P] folded onto each example's input gradient [C_in, H, W], in parallel over the
+/// examples (each its own, so the result does not depend on the threads); None where this pass
+/// does not apply.
+fn flex_input_grad(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    grad: &FlexTensor,
+    options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    let ([b, c_in, h, w], [c_out, k, positions], patches) = flex_geometry(x, weight, grad, options)?;
+    let (weight, grad) = (contiguous_f32(weight)?, contiguous_f32(grad)?);
+    let (ws, gs) = (weight.storage::<f32>(), grad.storage::<f32>());
+    let mut dx = vec![0.0f32; b * c_in * h * w];
+    if !dx.is_empty() {
+        dx.par_chunks_mut(c_in * h * w).enumerate().for_each_init(
+            || vec![0.0f32; k * positions],
+            |cols, (e, out)| {
+                let g = Strided::row_major(&gs[e * c_out * positions..][..c_out * positions], positions);
+                gemm_into(cols, [k, c_out, positions], Strided::transposed(ws, k), g, 1.0, false);
+                fold_example(cols, [c_in, h, w], &patches, out);
+            },
+        );
+    }
+    Some(FlexTensor::from_data(TensorData::new(dx, [b, c_in, h, w])))
+}
+
+/// Σ_b G_b A_b^T over the examples: G_b [C_out, P] the output gradient of example b, A_b
+/// [C_in kh kw, P] its patches; None where this pass does not apply.
+fn flex_weight_grad(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    grad: &FlexTensor,
+    options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    let ([b, c_in, h, w], [c_out, k, positions], patches) = flex_geometry(x, weight, grad, options)?;
+    let [kh, kw] = patches.kernel;
     let (x, grad) = (contiguous_f32(x)?, contiguous_f32(grad)?);
     let (xs, gs) = (x.storage::<f32>(), grad.storage::<f32>());
-    let (k, positions) = (c_in * kh * kw, ho * wo);
     // Each example adds cols_b G_b^T [K, C_out] (the `gemm` crate's faster orientation here);
     // the sum is transposed once at the end.
     let sum = sum_over_examples(b, k * c_out, |acc, examples| {
@@ -107,12 +163,11 @@ fn flex_weight_grad(
     Some(FlexTensor::from_data(TensorData::new(weight, [c_out, c_in, kh, kw])))
 }
 
-/// The autodiff step of the convolution: the input's gradient is Burn's, the weight's the
-/// backend's [`ConvWeightGrad`].
+/// The autodiff step of the convolution: both gradients are the backend's [`ConvGrads`].
 #[derive(Debug)]
 struct DpConv;
 
-impl<B: Backend + ConvWeightGrad> Backward<B, 2> for DpConv {
+impl<B: Backend + ConvGrads> Backward<B, 2> for DpConv {
     type State = (NodeId, NodeId, ConvOptions<2>);
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
@@ -122,7 +177,7 @@ impl<B: Backend + ConvWeightGrad> Backward<B, 2> for DpConv {
         let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
         let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
         if let Some(node) = node_x {
-            let g = B::conv2d_x_backward(x.clone(), weight.clone(), grad.clone(), options.clone());
+            let g = B::input_grad([x.clone(), weight.clone(), grad.clone()], options.clone());
             grads.register::<B>(node.id, g);
         }
         if let Some(node) = node_weight {
@@ -131,7 +186,7 @@ impl<B: Backend + ConvWeightGrad> Backward<B, 2> for DpConv {
     }
 }
 
-impl<B: Backend + ConvBackend + ConvWeightGrad, C: CheckpointStrategy> ConvBackend for Autodiff<B, C> {
+impl<B: Backend + ConvBackend + ConvGrads, C: CheckpointStrategy> ConvBackend for Autodiff<B, C> {
     fn dp_conv2d(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         match DpConv.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {

@@ -20,6 +20,11 @@ pub(crate) fn dims<const D: usize>(x: &FlexTensor) -> Option<[usize; D]> {
     (shape.num_dims() == D).then(|| std::array::from_fn(|i| shape[i]))
 }
 
+/// Whether `t` lives on flex (without copying it).
+pub(crate) fn is_flex<const D: usize>(t: &Tensor<D>) -> bool {
+    matches!(t.clone().into_dispatch().kind, DispatchTensorKind::Flex(_))
+}
+
 /// The contiguous f32 flex primitive of a tensor that autodiff does not track; None on another
 /// backend or dtype, where the caller keeps its tensor operations.
 pub(crate) fn on_flex<const D: usize>(t: &Tensor<D>) -> Option<FlexTensor> {

@@ -37,6 +37,7 @@ pub mod dp_optimizer;
 pub mod error;
 mod flex_host;
 pub mod grad_sample;
+mod host_buffers;
 mod host_gemm;
 pub mod host_memory;
 pub mod init;
@@ -48,6 +49,7 @@ pub mod nn;
 pub mod normalize;
 pub mod optimizer;
 pub mod parameter_average;
+pub mod phases;
 pub mod plan;
 pub mod pool;
 pub mod privacy;
@@ -60,7 +62,6 @@ pub mod smoothing;
 pub mod step;
 pub mod stream_key_file;
 pub mod tanh;
-mod vectorised;
 
 // The device, clipping, noise and tensor helpers live in dp-kernels, which DP-ERM shares.
 pub use dp_kernels::{backend, clipping, noise, tensor_io};

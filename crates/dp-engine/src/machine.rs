@@ -93,6 +93,13 @@ fn caches() -> Vec<Cache> {
     found
 }
 
+/// Bytes of the largest data or unified cache of the first CPU (the last level, as sysfs lists
+/// it), read once; None where the system does not say.
+pub fn last_level_cache() -> Option<u64> {
+    static LAST_LEVEL: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *LAST_LEVEL.get_or_init(|| caches().iter().map(|c| c.bytes).max())
+}
+
 impl Machine {
     /// This machine.
     pub fn this() -> Self {

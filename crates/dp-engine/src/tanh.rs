@@ -11,7 +11,6 @@
 #![allow(deprecated)]
 
 use crate::flex_host::contiguous_f32;
-use crate::vectorised::vectorised;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -21,6 +20,7 @@ use burn::backend::ops::FloatTensorOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, backend_extension};
 use burn::tensor::{Scalar, Tensor, TensorData};
+use dp_kernels::vectorised::vectorised;
 use rayon::prelude::*;
 
 /// tanh of every element.

@@ -11,9 +11,14 @@
 //!
 //! The clipped sum is one GEMM over all examples and positions ("book-keeping").
 //!
-//! On flex (the CPU backend) the ghost and materialised norms of an unstandardised layer, and
-//! every clipped sum that is not rank one, run as one GEMM per example on the host
-//! (`host_products`), without the transposed copies and batched results of the tensor path.
+//! On flex (the CPU backend) the ghost and materialised norms, and every clipped sum that is not
+//! rank one, run as one GEMM per example on the host (`host_products`), without the transposed
+//! copies and batched results of the tensor path. There the method is chosen by arithmetic, not
+//! memory ([`NormMethod::cheapest_on_host`]): a materialised layer's clipped sum is a weighted sum
+//! of the kept gradients, a ghost layer's a second GEMM per example, so materialising costs
+//! B N K P multiply-adds plus storing and re-reading B N K floats (cheaper where they fit in the
+//! CPU's last-level cache) against the ghost norm's B P^2 (K + N) and the same B N K P again for
+//! its sum.
 //!
 //! A weight-standardised layer (`DpConv2d` with `standardize`) computes with
 //! W^ = (W - mean) / s per output row (s = sqrt(var + eps), over the row's K inputs), so its
@@ -29,10 +34,11 @@
 //! under-estimated by f32 rounding (which would under-clip), at the price of clipping a
 //! gradient whose norm cancels almost entirely a little harder.
 
-use super::{
-    ParamGrad, PerExampleGrads, host_products, merge_views, scale_examples, sum_per_example, weighted_sum_examples,
-};
+use super::host_products::{self, HostGradients, StandardizedTensors};
+use super::layer_input::LayerInput;
+use super::{ParamGrad, PerExampleGrads, merge_views, scale_examples, sum_per_example, weighted_sum_examples};
 use crate::error::Result;
+use crate::machine;
 use burn::module::ParamId;
 use burn::tensor::Tensor;
 
@@ -40,6 +46,23 @@ use burn::tensor::Tensor;
 /// above the f32 rounding of the subtraction (about 1e-6 relative), far below what changes a
 /// clip factor that matters.
 pub const CANCELLATION_MARGIN: f32 = 1e-5;
+
+/// What storing one float of a materialised per-example gradient and reading it back for the
+/// clipped sum costs on the CPU, in multiply-adds of a GEMM, when the layer's B N K floats fit in
+/// the last-level cache: the price of a GEMM whose inner dimension is the P positions (an output
+/// tile written per few multiply-adds) against one with K or N inside.
+pub const STORE_COST_CACHED: usize = 8;
+
+/// The same when they do not fit: every float goes to memory and back (8 bytes at a few GB/s
+/// per core, against a microkernel's tens of GFLOP/s). Measured on the AMD EPYC VM (32 MiB L3;
+/// docs/BENCHMARKS.md, issue 39): the cifar10-cnn's 8x8 layers (P^2 (K + N) / N K = 35 and 39,
+/// 38 and 75 MB) took 101 ms per lot of 128 for their norms and sums as ghost norms against 111
+/// materialised; WRN-16-4's 1x1 shortcut to 256 channels (28, 8 MB, in cache) the other way.
+pub const STORE_COST_MEMORY: usize = 64;
+
+/// The most bytes a materialised layer's per-example gradients may take on the CPU (B N K
+/// floats); beyond, its norms are ghost norms, whose buffers are per thread.
+pub const MAX_MATERIALIZED_BYTES: usize = 256 << 20;
 
 /// How the weight is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +90,33 @@ impl NormMethod {
         Self::cheapest_for(positions, outputs, inputs, false)
     }
 
+    /// The cheapest method on the CPU (flex) for `examples` B, `positions` P, `outputs` N and
+    /// `inputs` K, of a layer `standardized` or not (the module comment): materialised when
+    /// c N K <= P^2 (K + N), c = [`STORE_COST_CACHED`] where the B N K floats fit in this CPU's
+    /// last-level cache and [`STORE_COST_MEMORY`] where they do not (or the cache is not known),
+    /// and never beyond [`MAX_MATERIALIZED_BYTES`].
+    pub fn cheapest_on_host(
+        examples: usize,
+        positions: usize,
+        outputs: usize,
+        inputs: usize,
+        standardized: bool,
+    ) -> Self {
+        let bytes = examples.saturating_mul(outputs * inputs).saturating_mul(std::mem::size_of::<f32>());
+        let cached = machine::last_level_cache().is_some_and(|cache| bytes as u64 <= cache);
+        let c = if cached { STORE_COST_CACHED } else { STORE_COST_MEMORY };
+        let ghost_cost = (positions * positions).saturating_mul(inputs + outputs);
+        if positions == 1 && !standardized {
+            NormMethod::RankOne
+        } else if positions == 1
+            || (c.saturating_mul(outputs * inputs) <= ghost_cost && bytes <= MAX_MATERIALIZED_BYTES)
+        {
+            NormMethod::Materialize
+        } else {
+            NormMethod::Ghost
+        }
+    }
+
     /// The cheapest method that a layer, `standardized` or not, can use: a standardised layer's
     /// Jacobian is not rank one, so its single position is materialised.
     fn cheapest_for(positions: usize, outputs: usize, inputs: usize, standardized: bool) -> Self {
@@ -85,18 +135,26 @@ impl NormMethod {
 /// The per-example gradients of one affine layer in one batch.
 pub struct AffineGrads {
     /// A [B, K, P].
-    input: Tensor<3>,
+    input: LayerInput,
     /// G [B, N, P].
     grad: Tensor<3>,
     weight: ParamId,
     layout: WeightLayout,
     bias: Option<ParamId>,
     method: NormMethod,
-    /// The materialised per-example weight gradients [B, N, K] (before any standardisation
-    /// Jacobian), once computed.
-    materialized: Option<Tensor<3>>,
+    /// The materialised per-example weight gradients (before any standardisation Jacobian),
+    /// once computed.
+    materialized: Option<Materialized>,
     /// A weight-standardised layer's standardisation.
     standardization: Option<Standardization>,
+}
+
+/// Materialised per-example weight gradients, where they were computed.
+enum Materialized {
+    /// [B, N, K], by Burn's tensor operations.
+    Tensor(Box<Tensor<3>>),
+    /// On the host (flex), kept by `host_products`.
+    Host(HostGradients),
 }
 
 /// What the norms of a weight-standardised layer need besides its inputs and output gradient.
@@ -107,6 +165,17 @@ struct Standardization {
     inv_std: Tensor<2>,
     /// W^ A_b [B, N, P]: the layer's output before its bias.
     projection: Tensor<3>,
+}
+
+/// The cheapest norm method of a layer with inputs A [B, K, P] and output gradient G [B, N, P]:
+/// by arithmetic on flex, by memory elsewhere.
+fn method_for(input: &LayerInput, grad: &Tensor<3>, standardized: bool) -> NormMethod {
+    let [b, k, p] = input.dims();
+    let n = grad.dims()[1];
+    match input.is_flex() {
+        true => NormMethod::cheapest_on_host(b, p, n, k, standardized),
+        false => NormMethod::cheapest_for(p, n, k, standardized),
+    }
 }
 
 /// ||G_b A_b^T||^2 per example from the two [P, P] Gram matrices.
@@ -145,17 +214,17 @@ fn standardization_jacobian<const D: usize>(g: Tensor<D>, w_hat: &Tensor<2>, inv
 }
 
 impl AffineGrads {
-    /// From the layer's inputs A [B, K, P] and output gradient G [B, N, P].
+    /// From the layer's inputs A [B, K, P] (a tensor, or a convolution's input whose patches they
+    /// are) and output gradient G [B, N, P].
     pub fn new(
-        input: Tensor<3>,
+        input: impl Into<LayerInput>,
         grad: Tensor<3>,
         weight: ParamId,
         layout: WeightLayout,
         bias: Option<ParamId>,
     ) -> Self {
-        let [_, k, p] = input.dims();
-        let n = grad.dims()[1];
-        let method = NormMethod::cheapest(p, n, k);
+        let input = input.into();
+        let method = method_for(&input, &grad, false);
         Self { input, grad, weight, layout, bias, method, materialized: None, standardization: None }
     }
 
@@ -163,8 +232,7 @@ impl AffineGrads {
     /// their std: `inv_std` [N, 1] is 1 / s), whose output before the bias is `projection`
     /// [B, N, P]; a single position (rank one) is taken as a materialised gradient.
     pub fn standardized(self, w_hat: Tensor<2>, inv_std: Tensor<2>, projection: Tensor<3>) -> Self {
-        let [_, k, p] = self.input.dims();
-        let method = NormMethod::cheapest_for(p, self.grad.dims()[1], k, true);
+        let method = method_for(&self.input, &self.grad, true);
         Self { method, standardization: Some(Standardization { w_hat, inv_std, projection }), ..self }
     }
 
@@ -176,17 +244,37 @@ impl AffineGrads {
                 sum_per_example(a.square()) * sum_per_example(g.square())
             }
             NormMethod::Ghost => match &self.standardization {
-                Some(st) => standardized_ghost(&self.grad, &self.input, st),
-                None => ghost(&self.grad, &self.input),
+                Some(st) => standardized_ghost(&self.grad, &self.input.dense(), st),
+                None => ghost(&self.grad, &self.input.dense()),
             },
             NormMethod::Materialize => {
-                let per_example = self.grad.clone().matmul(self.input.clone().swap_dims(1, 2));
+                let per_example = self.grad.clone().matmul(self.input.dense().swap_dims(1, 2));
                 let of_weight = match &self.standardization {
                     Some(st) => standardization_jacobian(per_example.clone(), &st.w_hat, &st.inv_std),
                     None => per_example.clone(),
                 };
-                self.materialized = Some(per_example);
+                self.materialized = Some(Materialized::Tensor(Box::new(per_example)));
                 sum_per_example(of_weight.square())
+            }
+        }
+    }
+
+    /// The weighted sum [N, K] or [K, N] (by the layout) from the host's [N, K] `sum`, or by
+    /// Burn's tensor operations where there is none (another backend): one GEMM over all
+    /// examples and positions.
+    fn host_sum_or_tensor(&self, sum: Option<Tensor<2>>, factors: Option<&Tensor<1>>) -> Tensor<2> {
+        let [b, k, p] = self.input.dims();
+        let n = self.grad.dims()[1];
+        match sum {
+            Some(sum) if self.layout == WeightLayout::InputMajor => sum.transpose(),
+            Some(sum) => sum,
+            None => {
+                let g = scale_examples(self.grad.clone(), factors).swap_dims(0, 1).reshape([n, b * p]);
+                let a = self.input.dense().swap_dims(1, 2).reshape([b * p, k]);
+                match self.layout {
+                    WeightLayout::InputMajor => a.transpose().matmul(g.transpose()),
+                    WeightLayout::OutputMajor => g.matmul(a),
+                }
             }
         }
     }
@@ -195,19 +283,24 @@ impl AffineGrads {
     fn rows(&self) -> (Tensor<2>, Tensor<2>) {
         let [b, k, _] = self.input.dims();
         let n = self.grad.dims()[1];
-        (self.input.clone().reshape([b, k]), self.grad.clone().reshape([b, n]))
+        (self.input.dense().reshape([b, k]), self.grad.clone().reshape([b, n]))
     }
 }
 
 impl PerExampleGrads for AffineGrads {
     fn sq_norms(&mut self) -> Tensor<1> {
-        let on_host = match self.standardization {
-            None if self.method != NormMethod::RankOne => host_products::sq_norms(&self.input, &self.grad, self.method),
-            _ => None,
+        let standardization = self.standardization.as_ref().map(|st| StandardizedTensors {
+            w_hat: &st.w_hat,
+            inv_std: &st.inv_std,
+            projection: &st.projection,
+        });
+        let on_host = match self.method {
+            NormMethod::RankOne => None,
+            method => host_products::sq_norms(&self.input, &self.grad, method, standardization.as_ref()),
         };
         let weight = match on_host {
             Some((norms, materialized)) => {
-                self.materialized = materialized;
+                self.materialized = materialized.map(Materialized::Host);
                 norms
             }
             None => self.weight_sq_norms(),
@@ -219,7 +312,7 @@ impl PerExampleGrads for AffineGrads {
     }
 
     fn weighted_sum(&self, factors: Option<&Tensor<1>>) -> Vec<ParamGrad> {
-        let [b, k, p] = self.input.dims();
+        let [b, k, _] = self.input.dims();
         let n = self.grad.dims()[1];
         let weight = match (self.method, &self.materialized, factors) {
             (NormMethod::RankOne, _, _) => {
@@ -230,25 +323,20 @@ impl PerExampleGrads for AffineGrads {
                     WeightLayout::OutputMajor => g.transpose().matmul(a),
                 }
             }
-            (NormMethod::Materialize, Some(per_example), Some(s)) => {
-                let sum = weighted_sum_examples(per_example.clone().reshape([b, n * k]), Some(s)).reshape([n, k]);
+            (NormMethod::Materialize, Some(Materialized::Tensor(per_example)), Some(s)) => {
+                let sum =
+                    weighted_sum_examples(per_example.as_ref().clone().reshape([b, n * k]), Some(s)).reshape([n, k]);
                 match self.layout {
                     WeightLayout::InputMajor => sum.transpose(),
                     WeightLayout::OutputMajor => sum,
                 }
             }
-            _ => match host_products::weighted_sum(&self.input, &self.grad, factors) {
-                Some(sum) if self.layout == WeightLayout::InputMajor => sum.transpose(),
-                Some(sum) => sum,
-                None => {
-                    let g = scale_examples(self.grad.clone(), factors).swap_dims(0, 1).reshape([n, b * p]);
-                    let a = self.input.clone().swap_dims(1, 2).reshape([b * p, k]);
-                    match self.layout {
-                        WeightLayout::InputMajor => a.transpose().matmul(g.transpose()),
-                        WeightLayout::OutputMajor => g.matmul(a),
-                    }
-                }
-            },
+            (_, Some(Materialized::Host(kept)), _) => {
+                let on_host = kept.weighted_sum(factors, &self.grad.device());
+                let sum = on_host.or_else(|| host_products::weighted_sum(&self.input, &self.grad, factors));
+                self.host_sum_or_tensor(sum, factors)
+            }
+            _ => self.host_sum_or_tensor(host_products::weighted_sum(&self.input, &self.grad, factors), factors),
         };
         let weight = match &self.standardization {
             Some(st) if self.layout == WeightLayout::OutputMajor => {
@@ -271,9 +359,8 @@ impl PerExampleGrads for AffineGrads {
     /// for V * P positions.
     fn group_views(self: Box<Self>, views: usize) -> Result<Box<dyn PerExampleGrads>> {
         let Self { input, grad, weight, layout, bias, standardization, .. } = *self;
-        let (input, grad) = (merge_views(input, views), merge_views(grad, views));
-        let [_, k, p] = input.dims();
-        let method = NormMethod::cheapest_for(p, grad.dims()[1], k, standardization.is_some());
+        let (input, grad) = (input.merge_views(views), merge_views(grad, views));
+        let method = method_for(&input, &grad, standardization.is_some());
         let standardization =
             standardization.map(|st| Standardization { projection: merge_views(st.projection, views), ..st });
         Ok(Box::new(Self { input, grad, weight, layout, bias, method, materialized: None, standardization }))

@@ -7,7 +7,7 @@ use super::params::ParamTable;
 use super::tape::{LayerGrads, recording};
 use crate::clipping::{Clipping, clip_factors};
 use crate::error::{EngineError, Result};
-use crate::step::phases::{Phase, timed};
+use crate::phases::{Phase, timed};
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;

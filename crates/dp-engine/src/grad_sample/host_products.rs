@@ -1,117 +1,319 @@
 //! The per-example products G_b A_b^T of an affine layer (`affine`) on flex, the CPU backend,
 //! read in place from host memory, one example per task, one GEMM each: a materialised layer's
-//! per-example gradients and their squared norms, a ghost layer's two [P, P] Gram matrices
-//! reduced to its squared norms in one thread's buffer, and the factor-weighted sum accumulated
-//! over fixed parts of the examples (the same bits on every run). Burn's batched matmul copies a
-//! transposed operand and writes every example's result to memory before it is reduced. Each
-//! product is taken as (A_b G_b^T)^T, the orientation in which the `gemm` crate is fastest on
-//! these shapes (the MNIST CNN's first layer: 1.25 ms against 2.2 for G_b A_b^T). Other backends
-//! keep `affine`'s tensor operations (None here).
+//! per-example gradients and their squared norms (through a weight-standardised layer's
+//! Jacobian, row by row, while the example is in cache), a ghost layer's two [P, P] Gram matrices
+//! reduced to its squared norms in one thread's buffer (with a standardised layer's correction
+//! terms), and the factor-weighted sums accumulated over fixed parts of the examples (the same
+//! bits on every run). Burn's batched matmul copies a transposed operand and writes every
+//! example's result to memory before it is reduced. Each product is taken as (A_b G_b^T)^T, the
+//! orientation in which the `gemm` crate is fastest on these shapes (the MNIST CNN's first layer:
+//! 1.25 ms against 2.2 for G_b A_b^T). Other backends keep `affine`'s tensor operations (None
+//! here).
 
-use super::affine::NormMethod;
+use super::affine::{CANCELLATION_MARGIN, NormMethod};
+use super::layer_input::LayerInput;
 use crate::flex_host::on_flex;
+use crate::host_buffers::Reused;
 use crate::host_gemm::{Strided, gemm_into, sum_over_examples};
-use burn::tensor::{Tensor, TensorData};
+use burn::backend::flex::FlexTensor;
+use burn::tensor::{Device, Tensor};
+use dp_kernels::Patches;
+use dp_kernels::im2col::unfold_example;
 use dp_kernels::tensor_io::{matrix, vector};
+use dp_kernels::vectorised::{sum_of_products, vectorised};
 use rayon::prelude::*;
+
+/// A layer's input on the host: A [B, K, P] itself, or x [B, C, H, W] with the geometry whose
+/// patches are A (`LayerInput::Patches`).
+enum HostInput<'a> {
+    /// A's values.
+    Dense(&'a [f32]),
+    /// x's values, [C, H, W] and the patches' geometry.
+    Patches(&'a [f32], [usize; 3], Patches),
+}
 
 /// The operands of one layer on the host: A [B, K, P] and G [B, N, P] as slices.
 struct Operands<'a> {
-    a: &'a [f32],
+    a: HostInput<'a>,
     g: &'a [f32],
     /// [B, N, K, P].
     dims: [usize; 4],
 }
 
 impl Operands<'_> {
-    /// Example `e`'s A_b [K, P] and G_b^T [P, N] (G_b read transposed).
-    fn example(&self, e: usize) -> (Strided<'_>, Strided<'_>) {
+    /// Scratch for one example's A_b where the patches are unfolded (empty where A is given).
+    fn scratch(&self) -> Vec<f32> {
+        let [_, _, k, p] = self.dims;
+        match self.a {
+            HostInput::Dense(_) => Vec::new(),
+            HostInput::Patches(..) => vec![0.0; k * p],
+        }
+    }
+
+    /// Example `e`'s A_b [K, P] (its patches unfolded into `scratch`, from [`Self::scratch`]) and
+    /// G_b^T [P, N] (G_b read transposed).
+    fn example<'s>(&'s self, e: usize, scratch: &'s mut [f32]) -> (Strided<'s>, Strided<'s>) {
         let [_, n, k, p] = self.dims;
-        (Strided::row_major(&self.a[e * k * p..][..k * p], p), Strided::transposed(&self.g[e * n * p..][..n * p], p))
+        let a: &[f32] = match &self.a {
+            HostInput::Dense(a) => &a[e * k * p..][..k * p],
+            HostInput::Patches(x, [c, h, w], patches) => {
+                unfold_example(&x[e * c * h * w..][..c * h * w], [*c, *h, *w], patches, scratch);
+                scratch
+            }
+        };
+        (Strided::row_major(a, p), Strided::transposed(&self.g[e * n * p..][..n * p], p))
     }
 }
 
 /// Runs `f` on the host operands of A [B, K, P] and G [B, N, P]; None off flex or when the
 /// shapes disagree.
-fn with_operands<T>(input: &Tensor<3>, grad: &Tensor<3>, f: impl FnOnce(&Operands) -> T) -> Option<T> {
+fn with_operands<T>(input: &LayerInput, grad: &Tensor<3>, f: impl FnOnce(&Operands) -> T) -> Option<T> {
     let ([b, k, p], [gb, n, gp]) = (input.dims(), grad.dims());
     if gb != b || gp != p {
         return None;
     }
-    let (a, g) = (on_flex(input)?, on_flex(grad)?);
-    Some(f(&Operands { a: a.storage::<f32>(), g: g.storage::<f32>(), dims: [b, n, k, p] }))
+    let g = on_flex(grad)?;
+    let (held, geometry) = match input {
+        LayerInput::Dense(a) => (on_flex(a)?, None),
+        LayerInput::Patches(conv) => {
+            let [_, c, h, w] = conv.x.dims();
+            (on_flex(&conv.x)?, Some(([c, h, w], conv.patches)))
+        }
+    };
+    let a = match geometry {
+        None => HostInput::Dense(held.storage::<f32>()),
+        Some((shape, patches)) => HostInput::Patches(held.storage::<f32>(), shape, patches),
+    };
+    Some(f(&Operands { a, g: g.storage::<f32>(), dims: [b, n, k, p] }))
 }
 
-/// The sum of squares of `values`, accumulated in f64.
-fn sum_of_squares(values: &[f32]) -> f32 {
-    values.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() as f32
+/// A weight-standardised layer's standardisation as tensors (`affine`'s): W^ [N, K], 1 / s
+/// [N, 1] and the output before the bias W^ A_b [B, N, P].
+pub(crate) struct StandardizedTensors<'a> {
+    /// W^ [N, K].
+    pub w_hat: &'a Tensor<2>,
+    /// 1 / s [N, 1].
+    pub inv_std: &'a Tensor<2>,
+    /// W^ A_b [B, N, P].
+    pub projection: &'a Tensor<3>,
 }
 
-/// ||G_b A_b^T||^2 for every example [B] by `method` (ghost: from the Gram matrices; otherwise
-/// from the gradient itself, which is returned too, [B, N, K], for the weighted sum), on flex.
+/// The same on the host: the flex primitives kept alive, W^ transposed to [K, N] (so that a row
+/// of a materialised A_b G_b^T [K, N] meets its W^ column contiguously) and c_n = ||w^_n||^2 / K.
+struct Standardization {
+    w_hat_t: Vec<f32>,
+    inv_std: FlexTensor,
+    projection: FlexTensor,
+    c: Vec<f64>,
+}
+
+impl Standardization {
+    /// The host values of `st` for a layer of N outputs and K inputs; None off flex or when the
+    /// shapes disagree.
+    fn of(st: &StandardizedTensors, [b, n, k, p]: [usize; 4]) -> Option<Self> {
+        if st.w_hat.dims() != [n, k] || st.inv_std.dims() != [n, 1] || st.projection.dims() != [b, n, p] {
+            return None;
+        }
+        let w_hat = on_flex(st.w_hat)?;
+        let w = w_hat.storage::<f32>();
+        let w_hat_t = (0..k * n).map(|i| w[(i % n) * k + i / n]).collect();
+        let c = w.chunks(k.max(1)).map(|row| row.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / k as f64);
+        Some(Self { w_hat_t, inv_std: on_flex(st.inv_std)?, projection: on_flex(st.projection)?, c: c.collect() })
+    }
+
+    /// ||J^T x||^2 summed over the N rows of one example's gradient x, given as its transpose
+    /// xt [K, N]: per row, y = (x - mean(x) - w^ mean(x ∘ w^)) / s, computed (no cancellation),
+    /// in f32 lanes across the rows, vectorised, with the squares added into f64 every
+    /// [`ROWS_PER_FLUSH`] of the K inputs (the means are least-squares coefficients: their
+    /// rounding changes the norm at second order only); `sums` is scratch of 3N.
+    fn jacobian_sq_norm(&self, xt: &[f32], [n, k]: [usize; 2], sums: &mut [f32]) -> f32 {
+        let inv_std = self.inv_std.storage::<f32>();
+        let (mean, rest) = sums.split_at_mut(n);
+        let (along, squares) = rest.split_at_mut(n);
+        let rows = || xt.chunks_exact(n).zip(self.w_hat_t.chunks_exact(n));
+        vectorised(|| {
+            mean.fill(0.0);
+            along.fill(0.0);
+            for (row, w) in rows() {
+                for j in 0..n {
+                    mean[j] += row[j];
+                    along[j] += row[j] * w[j];
+                }
+            }
+            let per_input = 1.0 / k as f32;
+            mean.iter_mut().chain(along.iter_mut()).for_each(|v| *v *= per_input);
+        });
+        let mut total = 0.0f64;
+        let flushes = xt.chunks(ROWS_PER_FLUSH * n).zip(self.w_hat_t.chunks(ROWS_PER_FLUSH * n));
+        for (block, w_block) in flushes {
+            vectorised(|| {
+                squares.fill(0.0);
+                for (row, w) in block.chunks_exact(n).zip(w_block.chunks_exact(n)) {
+                    for j in 0..n {
+                        let y = row[j] - mean[j] - w[j] * along[j];
+                        squares[j] += y * y;
+                    }
+                }
+            });
+            total +=
+                squares.iter().zip(inv_std).map(|(&q, &s)| f64::from(q) * f64::from(s) * f64::from(s)).sum::<f64>();
+        }
+        total as f32
+    }
+}
+
+/// Inputs (rows of a transposed gradient) whose squares [`Standardization::jacobian_sq_norm`]
+/// sums in f32 before adding them into f64.
+const ROWS_PER_FLUSH: usize = 64;
+
+/// The per-example weight gradients of a materialised layer, kept on the host as their
+/// transposes: example b's A_b G_b^T [K, N] at `values[b * K * N..]`.
+pub(crate) struct HostGradients {
+    values: Reused,
+    /// [B, K, N].
+    dims: [usize; 3],
+}
+
+/// One standardised ghost norm (`affine::standardized_ghost`) of example `e`, with `buf` scratch
+/// of 2P^2 + NP + P and `patches` from [`Operands::scratch`].
+fn standardized_ghost(ops: &Operands, st: &Standardization, e: usize, buf: &mut [f32], patches: &mut [f32]) -> f32 {
+    let [_, n, k, p] = ops.dims;
+    let inv_std = st.inv_std.storage::<f32>();
+    let (gram_a, rest) = buf.split_at_mut(p * p);
+    let (gram_g, rest) = rest.split_at_mut(p * p);
+    let (scaled, column_sums) = rest.split_at_mut(n * p);
+    // G_b / s row by row, [N, P].
+    let g = &ops.g[e * n * p..][..n * p];
+    for ((out, row), &s) in scaled.chunks_exact_mut(p).zip(g.chunks_exact(p)).zip(inv_std) {
+        out.iter_mut().zip(row).for_each(|(o, &v)| *o = v * s);
+    }
+    let (a, _) = ops.example(e, patches);
+    let scaled_t = Strided::transposed(scaled, p);
+    gemm_into(gram_a, [p, k, p], a.transpose(), a, 1.0, false);
+    gemm_into(gram_g, [p, n, p], scaled_t, scaled_t.transpose(), 1.0, false);
+    let full = sum_of_products(gram_a, gram_g);
+    column_sums.fill(0.0);
+    for row in a.values[..k * p].chunks_exact(p) {
+        column_sums.iter_mut().zip(row).for_each(|(c, &v)| *c += v);
+    }
+    let projection = &st.projection.storage::<f32>()[e * n * p..][..n * p];
+    let removed: f64 = scaled
+        .chunks_exact(p)
+        .zip(projection.chunks_exact(p))
+        .zip(&st.c)
+        .map(|((row, proj), &c)| {
+            let (ones, along) = (sum_of_products(row, column_sums), sum_of_products(row, proj));
+            ones * ones + along * along * (2.0 - c)
+        })
+        .sum::<f64>()
+        / k as f64;
+    ((full - removed).max(0.0) + full * f64::from(CANCELLATION_MARGIN)) as f32
+}
+
+/// ||J^T G_b A_b^T||^2 for every example [B] (J the identity when `standardization` is None) by
+/// `method` (ghost: from the Gram matrices; otherwise from the gradient itself, which is
+/// returned too, for the weighted sum), on flex.
 pub(crate) fn sq_norms(
-    input: &Tensor<3>,
+    input: &LayerInput,
     grad: &Tensor<3>,
     method: NormMethod,
-) -> Option<(Tensor<1>, Option<Tensor<3>>)> {
-    let device = input.device();
+    standardization: Option<&StandardizedTensors>,
+) -> Option<(Tensor<1>, Option<HostGradients>)> {
+    let device = grad.device();
     with_operands(input, grad, |ops| {
         let [b, n, k, p] = ops.dims;
+        let st = match standardization {
+            Some(st) => Some(Standardization::of(st, ops.dims)?),
+            None => None,
+        };
         if method == NormMethod::Ghost {
             let norms = (0..b)
                 .into_par_iter()
                 .map_init(
-                    || vec![0.0f32; 2 * p * p],
-                    |buf, e| {
-                        let (a, g_t) = ops.example(e);
-                        let (gram_a, gram_g) = buf.split_at_mut(p * p);
-                        gemm_into(gram_a, [p, k, p], a.transpose(), a, 1.0, false);
-                        gemm_into(gram_g, [p, n, p], g_t, g_t.transpose(), 1.0, false);
-                        gram_a.iter().zip(gram_g.iter()).map(|(&x, &y)| f64::from(x) * f64::from(y)).sum::<f64>() as f32
+                    || (vec![0.0f32; 2 * p * p + n * p + p], ops.scratch()),
+                    |(buf, patches), e| match &st {
+                        Some(st) => standardized_ghost(ops, st, e, buf, patches),
+                        None => {
+                            let (a, g_t) = ops.example(e, patches);
+                            let (gram_a, rest) = buf.split_at_mut(p * p);
+                            let gram_g = &mut rest[..p * p];
+                            gemm_into(gram_a, [p, k, p], a.transpose(), a, 1.0, false);
+                            gemm_into(gram_g, [p, n, p], g_t, g_t.transpose(), 1.0, false);
+                            sum_of_products(gram_a, gram_g) as f32
+                        }
                     },
                 )
                 .collect();
-            return (vector(norms, &device), None);
+            return Some((vector(norms, &device), None));
         }
-        // Each example's A_b G_b^T [K, N], then the [B, N, K] gradients as a view.
-        let mut transposed = vec![0.0f32; b * k * n];
+        // Each example's A_b G_b^T [K, N], its norm taken while it is in cache.
+        // Every value is written by its example's GEMM: the buffer of an earlier step serves.
+        let mut values = Reused::take(b * k * n);
         let norms = match k * n {
             0 => vec![0.0; b],
-            size => transposed
+            size => values
+                .values_mut()
                 .par_chunks_mut(size)
                 .enumerate()
-                .map(|(e, out)| {
-                    let (a, g_t) = ops.example(e);
-                    gemm_into(out, [k, p, n], a, g_t, 1.0, false);
-                    sum_of_squares(out)
-                })
+                .map_init(
+                    || (vec![0.0f32; 3 * n], ops.scratch()),
+                    |(sums, patches), (e, out)| {
+                        let (a, g_t) = ops.example(e, patches);
+                        gemm_into(out, [k, p, n], a, g_t, 1.0, false);
+                        match &st {
+                            Some(st) => st.jacobian_sq_norm(out, [n, k], sums),
+                            None => sum_of_products(out, out) as f32,
+                        }
+                    },
+                )
                 .collect(),
         };
-        let gradients = Tensor::<3>::from_data(TensorData::new(transposed, [b, k, n]), &device);
-        (vector(norms, &device), Some(gradients.swap_dims(1, 2)))
-    })
+        Some((vector(norms, &device), Some(HostGradients { values, dims: [b, k, n] })))
+    })?
+}
+
+/// The factors s [B] on the host (one each when None); None off flex or for another length.
+fn host_factors(factors: Option<&Tensor<1>>, b: usize) -> Option<Option<FlexTensor>> {
+    match factors {
+        Some(s) if s.dims() != [b] => None,
+        Some(s) => Some(Some(on_flex(s)?)),
+        None => Some(None),
+    }
 }
 
 /// Σ_b s_b G_b A_b^T [N, K] with the `factors` s [B] (one each when None), on flex.
-pub(crate) fn weighted_sum(input: &Tensor<3>, grad: &Tensor<3>, factors: Option<&Tensor<1>>) -> Option<Tensor<2>> {
-    let device = input.device();
-    let scales = match factors {
-        Some(s) => Some(on_flex(s)?),
-        None => None,
-    };
+pub(crate) fn weighted_sum(input: &LayerInput, grad: &Tensor<3>, factors: Option<&Tensor<1>>) -> Option<Tensor<2>> {
+    let device = grad.device();
+    let scales = host_factors(factors, input.dims()[0])?;
     let scales = scales.as_ref().map(|s| s.storage::<f32>());
     let (sum, [k, n]) = with_operands(input, grad, |ops| {
         let [b, n, k, p] = ops.dims;
-        if scales.is_some_and(|s| s.len() != b) {
-            return None;
-        }
         let sum = sum_over_examples(b, k * n, |acc, examples| {
+            let mut patches = ops.scratch();
             for e in examples {
-                let (a, g_t) = ops.example(e);
+                let (a, g_t) = ops.example(e, &mut patches);
                 gemm_into(acc, [k, p, n], a, g_t, scales.map_or(1.0, |s| s[e]), true);
             }
         });
-        Some((sum, [k, n]))
-    })??;
+        (sum, [k, n])
+    })?;
     Some(matrix(sum, [k, n], &device).transpose())
+}
+
+impl HostGradients {
+    /// Σ_b s_b (G_b A_b^T) [N, K] of the kept gradients with the `factors` s [B] (one each
+    /// when None), on `device`; None when the factors are not on flex.
+    pub(crate) fn weighted_sum(&self, factors: Option<&Tensor<1>>, device: &Device) -> Option<Tensor<2>> {
+        let [b, k, n] = self.dims;
+        let scales = host_factors(factors, b)?;
+        let scales = scales.as_ref().map(|s| s.storage::<f32>());
+        let sum = sum_over_examples(b, k * n, |acc, examples| {
+            for e in examples {
+                let s = scales.map_or(1.0, |s| s[e]);
+                let values = &self.values.values()[e * k * n..][..k * n];
+                vectorised(|| acc.iter_mut().zip(values).for_each(|(t, &v)| *t += s * v));
+            }
+        });
+        Some(matrix(sum, [k, n], device).transpose())
+    }
 }

@@ -13,6 +13,7 @@ pub mod affine;
 pub mod batch;
 pub mod embedding;
 mod host_products;
+pub mod layer_input;
 pub mod params;
 pub mod scale_shift;
 pub mod tape;

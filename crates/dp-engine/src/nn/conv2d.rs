@@ -7,6 +7,7 @@
 use crate::conv::conv2d;
 use crate::error::EngineError;
 use crate::grad_sample::affine::{AffineGrads, WeightLayout};
+use crate::grad_sample::layer_input::LayerInput;
 use crate::grad_sample::tape::{Finish, observe};
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
@@ -164,7 +165,11 @@ impl DpConv2d {
         let (weight, bias) = (self.weight.id, self.bias.as_ref().map(|b| b.id));
         let ids: Vec<_> = std::iter::once(weight).chain(bias).collect();
         observe("DpConv2d", &ids, z, || -> Finish {
-            let a = cols.unwrap_or_else(|| unfold(x));
+            // The patches the forward pass multiplied, or x's, unfolded where they are read.
+            let a = match cols {
+                Some(cols) => cols.into(),
+                None => LayerInput::patches(x.inner(), patches),
+            };
             Box::new(move |g: Tensor<2>| {
                 let positions = g.dims()[1] / c_out;
                 let grads =

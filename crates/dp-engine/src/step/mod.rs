@@ -10,7 +10,6 @@ pub mod dataset_lots;
 pub mod hook;
 pub mod independence;
 pub mod lot;
-pub mod phases;
 pub mod plain;
 pub mod private;
 

@@ -4,9 +4,9 @@
 
 use super::batching::Batching;
 use super::lot::{LotMetrics, LotSource, batch_losses};
-use super::phases::{Phase, timed};
 use super::{LotStep, StepState};
 use crate::error::Result;
+use crate::phases::{Phase, timed};
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;

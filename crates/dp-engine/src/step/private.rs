@@ -10,7 +10,6 @@
 use super::batching::Batching;
 use super::hook::StepHook;
 use super::lot::{LotMetrics, LotSource, lot_sum, mean_gradient};
-use super::phases::{Phase, timed};
 use super::{LotStep, StepState, sampling_of};
 use crate::allocation::{NoiseAllocation, StepNoise};
 use crate::error::{EngineError, Result};
@@ -19,6 +18,7 @@ use crate::grad_sample::batch::{ClipSpec, gradients_params};
 use crate::grad_sample::params::ParamTable;
 use crate::mechanism::Mechanism;
 use crate::noise::GaussianNoise;
+use crate::phases::{Phase, timed};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Tensor};
