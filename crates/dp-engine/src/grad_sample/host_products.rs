@@ -10,8 +10,8 @@
 //! 1.25 ms against 2.2 for G_b A_b^T). Other backends keep `affine`'s tensor operations (None
 //! here).
 
-use super::affine::{CANCELLATION_MARGIN, NormMethod};
 use super::layer_input::LayerInput;
+use super::norm_method::{CANCELLATION_MARGIN, NormMethod};
 use crate::flex_host::on_flex;
 use crate::host_buffers::Reused;
 use crate::host_gemm::{Strided, gemm_into, sum_over_examples};

@@ -14,6 +14,7 @@ pub mod batch;
 pub mod embedding;
 mod host_products;
 pub mod layer_input;
+pub mod norm_method;
 pub mod params;
 pub mod scale_shift;
 pub mod tape;

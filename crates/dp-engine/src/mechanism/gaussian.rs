@@ -1,7 +1,7 @@
 //! DP-SGD / DP-Adam (Abadi et al. 2016): each example's gradient clipped to C, the lot's sum
 //! perturbed with N(0, (zC)^2) on every coordinate. Every default of the trait is this mechanism.
 
-use super::registry::Registered;
+use super::registered::Registered;
 use super::{Mechanism, MechanismName};
 use std::sync::Arc;
 

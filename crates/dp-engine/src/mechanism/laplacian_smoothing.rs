@@ -2,7 +2,7 @@
 //! (`crate::smoothing`) before the optimiser. Smoothing acts after the noise: post-processing,
 //! so the epsilon is that of the Gaussian mechanism.
 
-use super::registry::{Registered, typed_options};
+use super::registered::{Registered, typed_options};
 use super::{Mechanism, MechanismName};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;

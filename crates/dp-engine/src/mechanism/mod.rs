@@ -13,9 +13,11 @@ pub mod laplacian_smoothing;
 pub mod none;
 pub mod optimized;
 pub mod optimized_paper;
+pub mod registered;
 pub mod registry;
 
-pub use registry::{MechanismName, named};
+pub use registered::MechanismName;
+pub use registry::named;
 
 use crate::allocation::{NoiseAllocation, Uniform};
 use crate::clipping::Clipping;

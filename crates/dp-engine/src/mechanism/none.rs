@@ -2,7 +2,7 @@
 //! is ordinary Burn training (`step::plain`), so that time ratios are against what a user would
 //! run without DP.
 
-use super::registry::Registered;
+use super::registered::Registered;
 use super::{Mechanism, MechanismName};
 use crate::error::Result;
 use crate::privacy_settings::PrivacySettings;

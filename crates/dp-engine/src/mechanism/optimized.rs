@@ -5,7 +5,7 @@
 //! multiplier z. The weights W_g = sum |w_i| over the layer come from an average of past released
 //! noisy gradients (post-processing, free); before any release, W_g = layer size.
 
-use super::registry::Registered;
+use super::registered::Registered;
 use super::{Mechanism, MechanismName};
 use crate::allocation::{DataGradient, NoiseAllocation, StepNoise, f32_at_least};
 use crate::clipping::Clipping;

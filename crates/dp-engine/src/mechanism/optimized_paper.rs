@@ -7,7 +7,7 @@
 //! into the noise without accounting (docs/ARCHITECTURE.md, "The optimized additive noise
 //! mechanism").
 
-use super::registry::{Registered, typed_options};
+use super::registered::{Registered, typed_options};
 use super::{ExpectedMultiplier, Mechanism, MechanismName};
 use crate::allocation::{DataGradient, NoiseAllocation, StepNoise};
 use crate::clipping::Clipping;
