@@ -34,7 +34,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import side_by_side  # noqa: E402
 
-PHASES = ("selftest", "side-by-side", "cold-start", "main-job", "kernels")
+PHASES = ("selftest", "side-by-side", "cold-start", "main-job", "kernels", "step-phases")
 # scripts/demo.sh's training command (the README's main job), without its device.
 MAIN_JOB = ["train", "--model", "scatnet-linear", "--epochs", "40", "--lot-size", "8192", "--target-epsilon", "3",
             "--delta", "1e-5", "--accountant", "prv", "--learning-rate", "16", "--momentum", "0.9",
@@ -196,6 +196,24 @@ def kernels(c):
     return out
 
 
+def step_phases(c):
+    """Where each step's time goes on the GPU (`dptrain bench --phases`): none and gaussian, each
+    phase timed between device synchronisations, median ms per lot."""
+    device = c.args.devices[0]
+    out = {}
+    for model, dataset, lot in c.args.profiled:
+        bench = ["bench", "--model", model, "--dataset", dataset, "--lot-size", str(lot), "--activation", "relu",
+                 "--mechanisms", "none,gaussian", "--warmup", "2", "--iterations", "3", "--device", device,
+                 "--phases", "--json"]
+        seconds, run = c.dptrain(bench)
+        if run.returncode != 0:
+            raise RuntimeError(f"dptrain bench --phases of {model} on {device} failed: {run.stderr.strip()[-1000:]}")
+        workload = json.loads(run.stdout)["workloads"][0]
+        out[model] = {"lot": lot, "device": device, "ms_per_lot": workload["ms_per_lot"],
+                      "phases_ms": workload["phases_ms"], "wall_seconds": round(seconds, 1)}
+    return out
+
+
 def markdown(r):
     """The results as markdown tables."""
     lines = ["# GPU check", ""]
@@ -231,6 +249,15 @@ def markdown(r):
             lines += [f"lot {k['lot']}, {k['ms_per_lot']} ms of kernels per lot, {k['launches']} launches over "
                       f"{k['lots_profiled']} lots", "", "| kernel | ms per lot | launches | share |", "|---|---|---|---|"]
             lines += [f"| {t['kernel']} | {t['ms_per_lot']} | {t['launches']} | {t['share']:.1%} |" for t in k["top"]]
+    if "step-phases" in phases:
+        for model, p in phases["step-phases"].items():
+            none, gaussian = p["phases_ms"]["none"], p["phases_ms"]["gaussian"]
+            lines += ["", f"## phases of a step, {model} on {p['device']} (lot {p['lot']}, median ms per lot, the "
+                      "device synchronised at each boundary)", "", "| phase | none | gaussian |", "|---|---|---|"]
+            order = ["forward", "backward", "norms", "clip-factors", "clipped-sums", "noise", "update"]
+            named = [name for name in order if name in gaussian] + [n for n in gaussian if n not in order]
+            lines += [f"| {name} | {none[name]:.2f} | {gaussian[name]:.2f} |" for name in named]
+            lines.append(f"| the lot | {p['ms_per_lot']['none']:.2f} | {p['ms_per_lot']['gaussian']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -261,7 +288,7 @@ def main():
     c.results["environment"] = environment(c)
     c.save()
     runners = {"selftest": selftest, "side-by-side": side_by_side_phase, "cold-start": cold_start,
-               "main-job": main_job, "kernels": kernels}
+               "main-job": main_job, "kernels": kernels, "step-phases": step_phases}
     failed = False
     for phase in PHASES:
         if phase not in chosen:

@@ -35,5 +35,5 @@ grep -q cuda <<<"$("$dptrain" --version)"
 if [ -n "${DPTRAIN_REQUIRE_WGPU:-}" ] || ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1; then
     "$dptrain" selftest --device wgpu
     scripts/gpu-check.sh --dry-run --dptrain "$dptrain" --out "$(mktemp -d)" --only mnist-cnn --rounds 1 --steps 2 \
-        --phases selftest,side-by-side,kernels
+        --phases selftest,side-by-side,kernels,step-phases
 fi
