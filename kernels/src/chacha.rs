@@ -18,50 +18,13 @@ pub struct StreamPosition {
     pub block: u64,
 }
 
-/// One ChaCha quarter round on words a, b, c, d of `x`.
-fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
-    x[a] = x[a].wrapping_add(x[b]);
-    x[d] = (x[d] ^ x[a]).rotate_left(16);
-    x[c] = x[c].wrapping_add(x[d]);
-    x[b] = (x[b] ^ x[c]).rotate_left(12);
-    x[a] = x[a].wrapping_add(x[b]);
-    x[d] = (x[d] ^ x[a]).rotate_left(8);
-    x[c] = x[c].wrapping_add(x[d]);
-    x[b] = (x[b] ^ x[c]).rotate_left(7);
-}
-
-/// The sixteen output words of block `counter` of `stream` under `key` (20 rounds).
-pub fn block(key: &[u32; 8], counter: u64, stream: u64) -> [u32; 16] {
-    let mut state = [0u32; 16];
-    state[..4].copy_from_slice(&CONSTANTS);
-    state[4..12].copy_from_slice(key);
-    state[12] = counter as u32;
-    state[13] = (counter >> 32) as u32;
-    state[14] = stream as u32;
-    state[15] = (stream >> 32) as u32;
-    let mut x = state;
-    for _ in 0..10 {
-        quarter_round(&mut x, 0, 4, 8, 12);
-        quarter_round(&mut x, 1, 5, 9, 13);
-        quarter_round(&mut x, 2, 6, 10, 14);
-        quarter_round(&mut x, 3, 7, 11, 15);
-        quarter_round(&mut x, 0, 5, 10, 15);
-        quarter_round(&mut x, 1, 6, 11, 12);
-        quarter_round(&mut x, 2, 7, 8, 13);
-        quarter_round(&mut x, 3, 4, 9, 14);
-    }
-    for (out, init) in x.iter_mut().zip(state) {
-        *out = out.wrapping_add(init);
-    }
-    x
-}
-
 /// Blocks [`blocks`] computes together: one AVX-512 register of u32 per state word.
 pub const BLOCKS_AT_ONCE: usize = 16;
 
-/// One quarter round on words a, b, c, d of [`BLOCKS_AT_ONCE`] blocks at once (word-sliced).
+/// One quarter round on words a, b, c, d of `L` blocks at once (word-sliced: each state word is
+/// the `L` blocks' values of that word).
 #[inline(always)]
-fn quarter_round_lanes(x: &mut [[u32; BLOCKS_AT_ONCE]; 16], a: usize, b: usize, c: usize, d: usize) {
+fn quarter_round<const L: usize>(x: &mut [[u32; L]; 16], a: usize, b: usize, c: usize, d: usize) {
     let (mut va, mut vb, mut vc, mut vd) = (x[a], x[b], x[c], x[d]);
     for (((a, b), c), d) in va.iter_mut().zip(&mut vb).zip(&mut vc).zip(&mut vd) {
         *a = a.wrapping_add(*b);
@@ -76,42 +39,53 @@ fn quarter_round_lanes(x: &mut [[u32; BLOCKS_AT_ONCE]; 16], a: usize, b: usize, 
     (x[a], x[b], x[c], x[d]) = (va, vb, vc, vd);
 }
 
+/// Blocks `counter`, `counter + 1`, ... (`L` of them) of `stream` under `key` (20 rounds),
+/// computed word-sliced.
+#[inline(always)]
+fn sliced<const L: usize>(key: &[u32; 8], counter: u64, stream: u64) -> [[u32; 16]; L] {
+    let mut state = [[0u32; L]; 16];
+    for (word, &c) in state.iter_mut().zip(&CONSTANTS) {
+        *word = [c; L];
+    }
+    for (word, &k) in state[4..12].iter_mut().zip(key) {
+        *word = [k; L];
+    }
+    let counters: [u64; L] = std::array::from_fn(|l| counter.wrapping_add(l as u64));
+    state[12] = counters.map(|c| c as u32);
+    state[13] = counters.map(|c| (c >> 32) as u32);
+    state[14] = [stream as u32; L];
+    state[15] = [(stream >> 32) as u32; L];
+    let mut x = state;
+    for _ in 0..10 {
+        quarter_round(&mut x, 0, 4, 8, 12);
+        quarter_round(&mut x, 1, 5, 9, 13);
+        quarter_round(&mut x, 2, 6, 10, 14);
+        quarter_round(&mut x, 3, 7, 11, 15);
+        quarter_round(&mut x, 0, 5, 10, 15);
+        quarter_round(&mut x, 1, 6, 11, 12);
+        quarter_round(&mut x, 2, 7, 8, 13);
+        quarter_round(&mut x, 3, 4, 9, 14);
+    }
+    let mut out = [[0u32; 16]; L];
+    for (w, (word, init)) in x.iter().zip(&state).enumerate() {
+        for (block, (&v, &i)) in out.iter_mut().zip(word.iter().zip(init)) {
+            block[w] = v.wrapping_add(i);
+        }
+    }
+    out
+}
+
+/// The sixteen output words of block `counter` of `stream` under `key` (20 rounds).
+pub fn block(key: &[u32; 8], counter: u64, stream: u64) -> [u32; 16] {
+    let [words] = sliced::<1>(key, counter, stream);
+    words
+}
+
 /// Blocks `counter`, `counter + 1`, ... (16 of them) of `stream` under `key`: the words [`block`]
-/// gives each, computed word-sliced (each state word a vector of the 16 blocks' values) inside
-/// `vectorised`, so that every operation of the rounds is one vector instruction.
+/// gives each, computed word-sliced inside `vectorised`, so that every operation of the rounds
+/// is one vector instruction for the sixteen blocks.
 pub fn blocks(key: &[u32; 8], counter: u64, stream: u64) -> [[u32; 16]; BLOCKS_AT_ONCE] {
-    vectorised(|| {
-        let mut state = [[0u32; BLOCKS_AT_ONCE]; 16];
-        for (word, &c) in state.iter_mut().zip(&CONSTANTS) {
-            *word = [c; BLOCKS_AT_ONCE];
-        }
-        for (word, &k) in state[4..12].iter_mut().zip(key) {
-            *word = [k; BLOCKS_AT_ONCE];
-        }
-        let counters: [u64; BLOCKS_AT_ONCE] = std::array::from_fn(|l| counter.wrapping_add(l as u64));
-        state[12] = counters.map(|c| c as u32);
-        state[13] = counters.map(|c| (c >> 32) as u32);
-        state[14] = [stream as u32; BLOCKS_AT_ONCE];
-        state[15] = [(stream >> 32) as u32; BLOCKS_AT_ONCE];
-        let mut x = state;
-        for _ in 0..10 {
-            quarter_round_lanes(&mut x, 0, 4, 8, 12);
-            quarter_round_lanes(&mut x, 1, 5, 9, 13);
-            quarter_round_lanes(&mut x, 2, 6, 10, 14);
-            quarter_round_lanes(&mut x, 3, 7, 11, 15);
-            quarter_round_lanes(&mut x, 0, 5, 10, 15);
-            quarter_round_lanes(&mut x, 1, 6, 11, 12);
-            quarter_round_lanes(&mut x, 2, 7, 8, 13);
-            quarter_round_lanes(&mut x, 3, 4, 9, 14);
-        }
-        let mut out = [[0u32; 16]; BLOCKS_AT_ONCE];
-        for (w, (word, init)) in x.iter().zip(&state).enumerate() {
-            for l in 0..BLOCKS_AT_ONCE {
-                out[l][w] = word[l].wrapping_add(init[l]);
-            }
-        }
-        out
-    })
+    vectorised(|| sliced::<BLOCKS_AT_ONCE>(key, counter, stream))
 }
 
 /// The first `n` words read from `position` (whole blocks, in order).
