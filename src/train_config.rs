@@ -167,7 +167,7 @@ impl TrainConfig {
                 lot_size: self.lot_size,
                 epochs: self.epochs,
                 sampling: self.sampling,
-                accountant: self.accountant,
+                accountant: self.accountant.into(),
                 seed: self.seed,
             },
         })

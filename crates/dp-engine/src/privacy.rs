@@ -4,23 +4,25 @@
 //! a budget).
 
 use crate::error::{EngineError, Result};
-use crate::privacy_settings::{AccountantName, NoiseLevel, PrivacySettings};
+use crate::privacy_settings::{AccountantChoice, AccountantName, NoiseLevel, PrivacySettings};
 use dp_accounting::{
     Accountant, PrivacyLedger, PrivacyReport, PrvAccountant, RdpAccountant, calibrate_noise_multiplier,
 };
+use std::sync::Arc;
 
-/// The accountant a run names.
-pub fn accountant(name: AccountantName) -> Box<dyn Accountant> {
-    match name {
-        AccountantName::Rdp => Box::new(RdpAccountant::default()),
-        AccountantName::Prv => Box::new(PrvAccountant::default()),
+/// The accountant a run chose: a built-in one by name, or the user's own.
+pub fn accountant(choice: &AccountantChoice) -> Arc<dyn Accountant> {
+    match choice {
+        AccountantChoice::Named(AccountantName::Rdp) => Arc::new(RdpAccountant::default()),
+        AccountantChoice::Named(AccountantName::Prv) => Arc::new(PrvAccountant::default()),
+        AccountantChoice::Own(accountant) => accountant.clone(),
     }
 }
 
 /// What the run's accountant gives for `ledger` at the run's delta, with the label its support
 /// of the ledger's events earns.
 pub fn accounted(config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<PrivacyReport> {
-    Ok(accountant(config.accountant).epsilon(ledger, config.delta)?)
+    Ok(accountant(&config.accountant).epsilon(ledger, config.delta)?)
 }
 
 /// The noise multiplier of a run: the one given, or the smallest that keeps `steps` steps at
@@ -29,7 +31,7 @@ pub fn given_or_calibrated(config: &PrivacySettings, sample_rate: f64, steps: u6
     match config.noise {
         Some(NoiseLevel::Multiplier(z)) => Ok(z),
         Some(NoiseLevel::TargetEpsilon(target)) => {
-            let acc = accountant(config.accountant);
+            let acc = accountant(&config.accountant);
             calibrate_noise_multiplier(acc.as_ref(), target, config.delta, sample_rate, steps)
                 .map(|c| c.noise_multiplier)
                 .map_err(EngineError::from)

@@ -22,9 +22,9 @@ use crate::clipping::Clipping;
 use crate::error::Result;
 use crate::mechanism::Mechanism;
 use crate::mechanism::gaussian::Gaussian;
-use crate::privacy_settings::AccountantName;
+use crate::privacy_settings::{AccountantChoice, AccountantName};
 use crate::privacy_settings::{NoiseLevel, PrivacySettings};
-use dp_accounting::LotSampling;
+use dp_accounting::{Accountant, LotSampling};
 use std::fmt;
 use std::sync::Arc;
 
@@ -112,8 +112,14 @@ impl PrivacyConfig {
         with_sampling: LotSampling => sampling
     );
     with!(
-        /// The accountant of the reported epsilon.
-        with_accountant: AccountantName => accountant
+        /// The accountant of the reported epsilon, by name (rdp by default).
+        with_accountant: AccountantName => accountant = AccountantChoice::Named
+    );
+    with!(
+        /// A user's own accountant (any `dp_accounting::Accountant`): the run's epsilon is its
+        /// epsilon, certified only for the releases its `supports` accepts, and a target epsilon
+        /// is calibrated against it.
+        with_own_accountant: Arc<dyn Accountant> => accountant = AccountantChoice::Own
     );
     with!(
         /// A reproducible run: lots and noise derive from the seed, so the guarantee holds only

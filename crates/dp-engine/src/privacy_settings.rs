@@ -6,8 +6,9 @@
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
-use dp_accounting::LotSampling;
+use dp_accounting::{Accountant, LotSampling};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Sound accountant used for the run's epsilon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,6 +18,44 @@ pub enum AccountantName {
     Rdp,
     /// Privacy random variables: a tight upper bound.
     Prv,
+}
+
+/// The accountant of a run: a built-in one by name, or a user's own, any
+/// `dp_accounting::Accountant` (as Google's dp_accounting takes any `PrivacyAccountant`): its
+/// `supports` decides which releases its epsilon certifies, its `epsilon` what the run reports
+/// and what a target epsilon calibrates against.
+#[derive(Clone)]
+pub enum AccountantChoice {
+    /// One of the engine's sound accountants.
+    Named(AccountantName),
+    /// A user's own.
+    Own(Arc<dyn Accountant>),
+}
+
+impl std::fmt::Debug for AccountantChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AccountantChoice::Named(name) => write!(f, "Named({name:?})"),
+            AccountantChoice::Own(accountant) => write!(f, "Own({:?})", accountant.name()),
+        }
+    }
+}
+
+impl PartialEq for AccountantChoice {
+    /// The same name, or the same accountant object.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (AccountantChoice::Named(a), AccountantChoice::Named(b)) => a == b,
+            (AccountantChoice::Own(a), AccountantChoice::Own(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl From<AccountantName> for AccountantChoice {
+    fn from(name: AccountantName) -> Self {
+        AccountantChoice::Named(name)
+    }
 }
 
 /// How much noise a run adds: given, or calibrated to the budget.
@@ -47,7 +86,7 @@ pub struct PrivacySettings {
     /// Poisson lots (what the accountants certify) or shuffled lots (label none).
     pub sampling: LotSampling,
     /// The accountant of the reported epsilon.
-    pub accountant: AccountantName,
+    pub accountant: AccountantChoice,
     /// A reproducible run's seed (lots and noise derive from it); None keys from the OS.
     pub seed: Option<u64>,
 }
@@ -62,7 +101,7 @@ impl Default for PrivacySettings {
             lot_size: 256,
             epochs: 1.0,
             sampling: LotSampling::Poisson,
-            accountant: AccountantName::Rdp,
+            accountant: AccountantChoice::Named(AccountantName::Rdp),
             seed: None,
         }
     }

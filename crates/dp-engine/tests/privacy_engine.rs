@@ -5,6 +5,8 @@
 //!   descent on the mean loss, computed by hand (the oracle: d/dw (w.x + b - y)^2).
 //! - A run calibrated to a target epsilon spends at most that epsilon, certified, over exactly
 //!   its planned steps, and refuses a step beyond them.
+//! - A user's own accountant (a dp_accounting `Accountant` in a few lines) is what the run
+//!   reports and calibrates against, and certifies only what its `supports` accepts.
 //! - The usual mistakes are one-line errors at `make_private`: a loss that is not one per example,
 //!   (the batch's mean), a forward pass that does not fit the data (Burn panics: caught), and a burn-nn layer.
 
@@ -18,7 +20,7 @@ use burn::module::Module;
 use burn::optim::AdamConfig;
 use burn::optim::SgdConfig;
 use burn::tensor::{Device, Tensor, TensorData};
-use dp_accounting::Guarantee;
+use dp_accounting::{Accountant, DpEvent, Guarantee, PrivacyLedger, PrivacyReport, RdpAccountant};
 use dp_engine::allocation::{NoiseAllocation, Uniform};
 use dp_engine::backend;
 use dp_engine::dp_checkpoint::values_digest;
@@ -37,6 +39,8 @@ use dp_engine::step::dataset_lots::DatasetLots;
 use dp_engine::step::lot::{ExampleLosses, LotSource, evaluate};
 use dp_engine::{EngineError, SelectedDevice};
 use oracle::{assert_close, param_value};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const FEATURES: usize = 3;
 
@@ -194,6 +198,54 @@ fn a_calibrated_run_spends_its_target_certified_and_stops_at_its_plan() {
     let err = dp.step(model, &data, 0.05).expect_err("beyond the plan");
     assert!(matches!(err, EngineError::Privacy(_)), "{err}");
     assert_eq!(dp.ledger().total_steps(), 20, "no noise released beyond the plan");
+}
+
+/// A user's accountant: RDP's epsilon under its own name, counting its calls, certifying only
+/// when `certifies` (a user's accountant can be stricter than the engine's).
+struct Mine {
+    certifies: bool,
+    calls: AtomicUsize,
+}
+
+impl Accountant for Mine {
+    fn name(&self) -> &'static str {
+        "mine"
+    }
+
+    fn supports(&self, event: &DpEvent) -> bool {
+        self.certifies && RdpAccountant::default().supports(event)
+    }
+
+    fn epsilon(&self, ledger: &PrivacyLedger, delta: f64) -> dp_accounting::Result<PrivacyReport> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let rdp = RdpAccountant::default().epsilon(ledger, delta)?;
+        Ok(PrivacyReport::new(rdp.epsilon, delta, self.name(), self.guarantee(&ledger.event())))
+    }
+}
+
+#[test]
+fn a_users_own_accountant_reports_calibrates_and_certifies_only_what_it_supports() {
+    let device = backend::cpu();
+    let data = Squares::new(200);
+    let model = regressor(&device);
+    let run = |privacy: PrivacyConfig| {
+        let privacy = privacy.with_target_epsilon(2.0).with_delta(1e-3).with_lot_size(20).with_epochs(0.5).with_seed(5);
+        let mut dp = PrivacyEngine::new(privacy)
+            .make_private(&model, SgdConfig::new().init(), &data, &device.device)
+            .expect("a valid run");
+        dp.step(model.clone(), &data, 0.05).expect("a step");
+        (dp.noise_multiplier().expect("calibrated"), dp.privacy().expect("accounted"))
+    };
+    let (rdp_z, rdp) = run(PrivacyConfig::new(Gaussian));
+    for certifies in [true, false] {
+        let mine = Arc::new(Mine { certifies, calls: AtomicUsize::new(0) });
+        let (z, report) = run(PrivacyConfig::new(Gaussian).with_own_accountant(mine.clone()));
+        assert!(mine.calls.load(Ordering::Relaxed) > 3, "calibrated and reported by the user's accountant");
+        assert_eq!(z, rdp_z, "RDP's numbers under another name calibrate to the same z");
+        assert_eq!((report.accountant.as_str(), report.epsilon), ("mine", rdp.epsilon));
+        let label = if certifies { Guarantee::Certified } else { Guarantee::None };
+        assert_eq!(report.guarantee, label, "certified only where its supports accepts");
+    }
 }
 
 /// The error `make_private` gives for `model` on `data`, checked to be one line.
