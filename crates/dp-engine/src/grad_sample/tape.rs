@@ -1,7 +1,8 @@
 //! The recording of one forward pass. [`recording`] runs a forward pass with a tape active on
 //! this thread; each DP layer's forward calls [`observe`], which (only while recording) keeps the
 //! layer's record and adds a zero probe leaf that requires grad to the layer's output, so that one
-//! backward of the summed loss yields dL/dz of every DP layer for every example at once.
+//! backward of the summed loss yields dL/dz of every DP layer for every example at once. An output
+//! that nothing tracked led to (the first DP layer's, on data) is itself made the leaf.
 
 use super::PerExampleGrads;
 use crate::error::{EngineError, Result};
@@ -92,6 +93,14 @@ pub fn observe<const D: usize>(
         }
         let dims = output.dims();
         let flat = output.flatten::<2>(1, D - 1);
+        if !flat.is_tracked() {
+            // Nothing before this layer carries a gradient (its input is data, its parameters
+            // are not tracked in a DP step): the output itself becomes the leaf whose gradient
+            // is dL/dz, without a zero probe to allocate and add.
+            let leaf = flat.autodiff().require_grad();
+            tape.entries.push(Entry { params: params.to_vec(), probe: leaf.clone(), finish: record() });
+            return leaf.reshape(dims);
+        }
         let probe = Tensor::<2>::zeros(flat.dims(), &flat.device().autodiff()).require_grad();
         tape.entries.push(Entry { params: params.to_vec(), probe: probe.clone(), finish: record() });
         (flat + probe).reshape(dims)
