@@ -2,10 +2,10 @@
 //! per-example loop (docs/ARCHITECTURE.md, "Per-example gradients of ordinary Burn modules").
 //!
 //! While [`tape::recording`] runs a user's forward pass, every DP layer records what its
-//! per-example gradients need (its input, detached) and adds a zero "probe" leaf to its output
-//! (Burn 0.22 has no module hooks and no gradients of non-leaf tensors). One backward of the
-//! summed loss then gives dL/dz of every layer for the whole batch, from which each layer's
-//! [`PerExampleGrads`] computes per-example squared norms and (clipped) sums, keyed by the
+//! per-example gradients need (its input, detached) and taps its output (`tap`: Burn 0.22 has no
+//! module hooks and no gradients of non-leaf tensors, so the tap hands dL/dz to a 1x1 leaf's
+//! gradient). One backward of the summed loss then gives dL/dz of every layer for the whole
+//! batch, from which each layer's [`PerExampleGrads`] computes per-example squared norms and (clipped) sums, keyed by the
 //! parameters' `ParamId`s. [`params::ParamTable`] lists a model's parameters and refuses a
 //! parameter that no DP layer owns.
 
@@ -17,6 +17,7 @@ pub mod layer_input;
 pub mod norm_method;
 pub mod params;
 pub mod scale_shift;
+mod tap;
 pub mod tape;
 
 use crate::error::{EngineError, Result};

@@ -1,10 +1,11 @@
 //! The recording of one forward pass. [`recording`] runs a forward pass with a tape active on
 //! this thread; each DP layer's forward calls [`observe`], which (only while recording) keeps the
-//! layer's record and adds a zero probe leaf that requires grad to the layer's output, so that one
-//! backward of the summed loss yields dL/dz of every DP layer for every example at once. An output
-//! that nothing tracked led to (the first DP layer's, on data) is itself made the leaf.
+//! layer's record and taps the layer's output (`tap`: the identity, whose backward gives dL/dz to
+//! a 1x1 leaf's gradient), so that one backward of the summed loss yields dL/dz of every DP layer
+//! for every example at once.
 
 use super::PerExampleGrads;
+use super::tap::tap;
 use crate::error::{EngineError, Result};
 use burn::module::ParamId;
 use burn::tensor::{Gradients, Tensor};
@@ -13,10 +14,13 @@ use std::cell::RefCell;
 /// Turns a DP layer's record into its per-example gradients, given dL/dz flattened to [B, rest].
 pub type Finish = Box<dyn FnOnce(Tensor<2>) -> Box<dyn PerExampleGrads>>;
 
-/// One DP layer's record: its parameters, the probe on its output, and how to finish.
+/// One DP layer's record: its parameters, the slot its output's tap gives dL/dz to, and how to
+/// finish.
 struct Entry {
     params: Vec<ParamId>,
-    probe: Tensor<2>,
+    slot: Tensor<2>,
+    /// The output's shape [B, F].
+    shape: [usize; 2],
     finish: Finish,
 }
 
@@ -70,7 +74,7 @@ pub fn recording<T>(forward: impl FnOnce() -> T) -> Result<(T, Tape)> {
     Ok((output, tape))
 }
 
-/// A DP layer's output: while a forward pass is recorded, `output` plus a fresh zero probe, with
+/// A DP layer's output: while a forward pass is recorded, `output` tapped (its gradient kept), with
 /// the record `record()` builds kept on the tape; otherwise `output` unchanged (no cost).
 /// `layer` names the layer's type and `params` its parameters.
 pub fn observe<const D: usize>(
@@ -93,17 +97,10 @@ pub fn observe<const D: usize>(
         }
         let dims = output.dims();
         let flat = output.flatten::<2>(1, D - 1);
-        if !flat.is_tracked() {
-            // Nothing before this layer carries a gradient (its input is data, its parameters
-            // are not tracked in a DP step): the output itself becomes the leaf whose gradient
-            // is dL/dz, without a zero probe to allocate and add.
-            let leaf = flat.autodiff().require_grad();
-            tape.entries.push(Entry { params: params.to_vec(), probe: leaf.clone(), finish: record() });
-            return leaf.reshape(dims);
-        }
-        let probe = Tensor::<2>::zeros(flat.dims(), &flat.device().autodiff()).require_grad();
-        tape.entries.push(Entry { params: params.to_vec(), probe: probe.clone(), finish: record() });
-        (flat + probe).reshape(dims)
+        let slot = Tensor::<2>::zeros([1, 1], &flat.device().autodiff()).require_grad();
+        let shape = flat.dims();
+        tape.entries.push(Entry { params: params.to_vec(), slot: slot.clone(), shape, finish: record() });
+        tap(flat, slot).reshape(dims)
     })
 }
 
@@ -130,7 +127,17 @@ impl Tape {
         self.entries
             .into_iter()
             .map(|e| {
-                let output_grad = e.probe.grad(grads).map_or_else(|| e.probe.inner().zeros_like(), |g| g.inner());
+                let output_grad = match e.slot.grad(grads) {
+                    Some(g) if g.dims() == e.shape => g.inner(),
+                    Some(g) => {
+                        let got = g.dims();
+                        return Err(EngineError::Unsupported(format!(
+                            "the tape read a gradient of shape {got:?} for an output of shape {:?}",
+                            e.shape
+                        )));
+                    }
+                    None => Tensor::zeros(e.shape, &e.slot.inner().device()),
+                };
                 let layer = (e.finish)(output_grad);
                 let grads = if views > 1 { layer.group_views(views)? } else { layer };
                 Ok(LayerGrads { params: e.params, grads })

@@ -1,5 +1,5 @@
 //! The unperturbed baseline: ordinary Burn training of the module, Burn's autodiff parameter
-//! gradients of the mean loss over the lot, then the optimiser. No tape, no probes, no clipping,
+//! gradients of the mean loss over the lot, then the optimiser. No tape, no taps, no clipping,
 //! no noise, no privacy: each step is recorded as a non-private release.
 
 use super::batching::Batching;
