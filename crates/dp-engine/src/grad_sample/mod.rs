@@ -5,9 +5,9 @@
 //! per-example gradients need (its input, detached) and taps its output (`tap`: Burn 0.22 has no
 //! module hooks and no gradients of non-leaf tensors, so the tap hands dL/dz to a 1x1 leaf's
 //! gradient). One backward of the summed loss then gives dL/dz of every layer for the whole
-//! batch, from which each layer's [`PerExampleGrads`] computes per-example squared norms and (clipped) sums, keyed by the
-//! parameters' `ParamId`s. [`params::ParamTable`] lists a model's parameters and refuses a
-//! parameter that no DP layer owns.
+//! batch, from which each layer's [`PerExampleGrads`] computes per-example squared norms and
+//! (clipped) sums, keyed by the parameters' `ParamId`s. [`params::ParamTable`] lists a model's
+//! parameters and refuses a parameter that no DP layer owns.
 
 pub mod affine;
 pub mod batch;
