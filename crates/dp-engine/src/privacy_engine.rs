@@ -39,6 +39,8 @@ use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A run's privacy configuration and how its lots are computed (physical batches bound memory
 /// and change no result), applied to a model by [`PrivacyEngine::make_private`].
@@ -188,13 +190,32 @@ fn dry_run<M: Module>(
         independence(&inference, source, device)
     })
 }
+/// Dry runs in progress, in any thread: while one is, the panic hook prints nothing (a model's
+/// mistake panics inside Burn's shape checks on purpose there).
+static SILENCED: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs, once, the panic hook that defers to the one before it unless a dry run is in
+/// progress: the hook is never swapped back and forth, which raced between threads (one thread
+/// could restore the silent hook over another's and silence every later panic).
+fn install_quiet_hook() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if SILENCED.load(Ordering::SeqCst) == 0 {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// Runs `f`, turning a panic inside it (Burn's shape checks panic) into a one-line error, with
 /// the panic message silenced.
 fn without_panics<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
+    install_quiet_hook();
+    SILENCED.fetch_add(1, Ordering::SeqCst);
     let outcome = panic::catch_unwind(AssertUnwindSafe(f));
-    panic::set_hook(hook);
+    SILENCED.fetch_sub(1, Ordering::SeqCst);
     outcome.unwrap_or_else(|payload| {
         let message = payload
             .downcast_ref::<String>()
@@ -204,4 +225,34 @@ fn without_panics<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
         let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
         Err(EngineError::invalid("model", format!("its forward pass or loss failed on two examples: {line}")))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_panic_hook_is_never_left_silent_by_threads_refusing_at_once() {
+        // A user's hook, chained to whatever was there; then many dry-run refusals at once.
+        static SEEN: AtomicUsize = AtomicUsize::new(0);
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            SEEN.fetch_add(1, Ordering::SeqCst);
+            previous(info);
+        }));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    for _ in 0..2000 {
+                        let refused = without_panics::<()>(|| panic!("a shape check"));
+                        assert!(refused.is_err_and(|e| e.to_string().contains("a shape check")));
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().expect("no thread panicked"));
+        let before = SEEN.load(Ordering::SeqCst);
+        assert!(panic::catch_unwind(|| panic!("a panic after the refusals")).is_err());
+        assert!(SEEN.load(Ordering::SeqCst) > before, "the user's hook still sees a panic");
+    }
 }
