@@ -18,7 +18,8 @@
 #![allow(deprecated)]
 
 use crate::flex_host::{contiguous_f32, dims};
-use crate::host_gemm::{Strided, gemm_into, sum_over_examples};
+use crate::grad_sample::host_products::{Operands, summed_products};
+use crate::host_gemm::{Strided, gemm_into};
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -31,7 +32,7 @@ use burn::backend::{Autodiff, Backend, Flex, backend_extension};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Tensor, TensorData};
 use dp_kernels::Patches;
-use dp_kernels::im2col::{fold_example, unfold_example};
+use dp_kernels::im2col::fold_example;
 use rayon::prelude::*;
 
 /// The convolution of x [B, C_in, H, W] with `weight` [C_out, C_in, kh, kw], no bias.
@@ -145,20 +146,13 @@ fn flex_weight_grad(
     grad: &FlexTensor,
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
-    let ([b, c_in, h, w], [c_out, k, positions], patches) = flex_geometry(x, weight, grad, options)?;
+    let ([b, c_in, h, w], [c_out, k, _], patches) = flex_geometry(x, weight, grad, options)?;
     let [kh, kw] = patches.kernel;
     let (x, grad) = (contiguous_f32(x)?, contiguous_f32(grad)?);
-    let (xs, gs) = (x.storage::<f32>(), grad.storage::<f32>());
     // Each example adds cols_b G_b^T [K, C_out] (the `gemm` crate's faster orientation here);
     // the sum is transposed once at the end.
-    let sum = sum_over_examples(b, k * c_out, |acc, examples| {
-        let mut cols = vec![0.0f32; k * positions];
-        for e in examples {
-            unfold_example(&xs[e * c_in * h * w..][..c_in * h * w], [c_in, h, w], &patches, &mut cols);
-            let g_t = Strided::transposed(&gs[e * c_out * positions..][..c_out * positions], positions);
-            gemm_into(acc, [k, positions, c_out], Strided::row_major(&cols, positions), g_t, 1.0, true);
-        }
-    });
+    let ops = Operands::of_convolution(x.storage::<f32>(), [b, c_in, h, w], patches, grad.storage::<f32>(), c_out);
+    let sum = summed_products(&ops, None);
     let weight: Vec<f32> = (0..c_out * k).map(|i| sum[i % k * c_out + i / k]).collect();
     Some(FlexTensor::from_data(TensorData::new(weight, [c_out, c_in, kh, kw])))
 }

@@ -34,9 +34,10 @@
 //! under-estimated by f32 rounding (which would under-clip), at the price of clipping a
 //! gradient whose norm cancels almost entirely a little harder.
 
-use super::host_products::{self, HostGradients, StandardizedTensors};
+use super::host_products::{self, HostGradients};
 use super::layer_input::LayerInput;
 use super::norm_method::{CANCELLATION_MARGIN, NormMethod};
+use super::standardization::Standardization;
 use super::{ParamGrad, PerExampleGrads, merge_views, scale_examples, sum_per_example, weighted_sum_examples};
 use crate::error::Result;
 use burn::module::ParamId;
@@ -74,16 +75,6 @@ enum Materialized {
     Tensor(Box<Tensor<3>>),
     /// On the host (flex), kept by `host_products`.
     Host(HostGradients),
-}
-
-/// What the norms of a weight-standardised layer need besides its inputs and output gradient.
-struct Standardization {
-    /// W^ [N, K].
-    w_hat: Tensor<2>,
-    /// 1 / s [N, 1].
-    inv_std: Tensor<2>,
-    /// W^ A_b [B, N, P]: the layer's output before its bias.
-    projection: Tensor<3>,
 }
 
 /// The cheapest norm method of a layer with inputs A [B, K, P] and output gradient G [B, N, P]:
@@ -208,14 +199,9 @@ impl AffineGrads {
 
 impl PerExampleGrads for AffineGrads {
     fn sq_norms(&mut self) -> Tensor<1> {
-        let standardization = self.standardization.as_ref().map(|st| StandardizedTensors {
-            w_hat: &st.w_hat,
-            inv_std: &st.inv_std,
-            projection: &st.projection,
-        });
         let on_host = match self.method {
             NormMethod::RankOne => None,
-            method => host_products::sq_norms(&self.input, &self.grad, method, standardization.as_ref()),
+            method => host_products::sq_norms(&self.input, &self.grad, method, self.standardization.as_ref()),
         };
         let weight = match on_host {
             Some((norms, materialized)) => {
@@ -251,9 +237,7 @@ impl PerExampleGrads for AffineGrads {
                 }
             }
             (_, Some(Materialized::Host(kept)), _) => {
-                let on_host = kept.weighted_sum(factors, &self.grad.device());
-                let sum = on_host.or_else(|| host_products::weighted_sum(&self.input, &self.grad, factors));
-                self.host_sum_or_tensor(sum, factors)
+                self.host_sum_or_tensor(kept.weighted_sum(factors, &self.grad.device()), factors)
             }
             _ => self.host_sum_or_tensor(host_products::weighted_sum(&self.input, &self.grad, factors), factors),
         };

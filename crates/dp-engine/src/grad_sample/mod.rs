@@ -12,11 +12,12 @@
 pub mod affine;
 pub mod batch;
 pub mod embedding;
-mod host_products;
+pub(crate) mod host_products;
 pub mod layer_input;
 pub mod norm_method;
 pub mod params;
 pub mod scale_shift;
+mod standardization;
 mod tap;
 pub mod tape;
 

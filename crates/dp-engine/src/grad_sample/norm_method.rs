@@ -57,15 +57,15 @@ impl NormMethod {
         inputs: usize,
         standardized: bool,
     ) -> Self {
+        if positions == 1 {
+            // Rank one, or a standardised layer's one position materialised, as everywhere.
+            return Self::cheapest_for(positions, outputs, inputs, standardized);
+        }
         let bytes = examples.saturating_mul(outputs * inputs).saturating_mul(std::mem::size_of::<f32>());
         let cached = machine::last_level_cache().is_some_and(|cache| bytes as u64 <= cache);
         let c = if cached { STORE_COST_CACHED } else { STORE_COST_MEMORY };
         let ghost_cost = (positions * positions).saturating_mul(inputs + outputs);
-        if positions == 1 && !standardized {
-            NormMethod::RankOne
-        } else if positions == 1
-            || (c.saturating_mul(outputs * inputs) <= ghost_cost && bytes <= MAX_MATERIALIZED_BYTES)
-        {
+        if c.saturating_mul(outputs * inputs) <= ghost_cost && bytes <= MAX_MATERIALIZED_BYTES {
             NormMethod::Materialize
         } else {
             NormMethod::Ghost
