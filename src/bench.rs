@@ -9,6 +9,7 @@ use crate::scattered::feature_shape;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
 use burn_cubecl::cubecl::logging::{LaunchObservation, LaunchObserver};
 use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
 use dp_engine::backend::{DeviceError, SelectedDevice};
@@ -174,13 +175,9 @@ fn contender(
     })
 }
 
-/// Times every mechanism of the configuration; `progress` is told after every timed or warm-up
-/// lot.
-pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn FnMut()) -> Result<BenchResult> {
-    config.check()?;
-    let dev = &device.device;
-    let mut rng = ChaChaState::new(Some(0), 0).restore();
-    let input = config.model_input()?;
+/// A lot of random images (or ScatterNet-sized features) of `input`'s shape and random labels,
+/// refused beyond [`MAX_LOT_BYTES`].
+fn random_lot(config: &BenchConfig, input: [usize; 3], rng: &mut rand_chacha::ChaCha20Rng) -> Result<ImageDataset> {
     let size: usize = input.iter().product();
     let pixels = config.lot_size.checked_mul(size).filter(|&p| p <= MAX_LOT_BYTES).ok_or_else(|| {
         EngineError::invalid(
@@ -193,13 +190,36 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     })?;
     let pixels: Vec<u8> = (0..pixels).map(|_| rng.random()).collect();
     let labels: Vec<u8> = (0..config.lot_size).map(|_| rng.random_range(0..config.classes as u8)).collect();
-    let data = if config.model.name.reads_scattering() {
+    Ok(if config.model.name.reads_scattering() {
         let features = pixels.iter().map(|&p| f32::from(p) / 64.0).collect();
         ImageDataset::from_features(features, labels, input, config.classes)?
     } else {
         let normalization = Normalization { mean: vec![0.5; input[0]], std: vec![0.25; input[0]] };
         ImageDataset::new(pixels, labels, input, config.classes, normalization)?
-    };
+    })
+}
+
+/// The clock of each step's phases when the configuration asks for them (the device
+/// synchronised at each phase's end).
+fn phase_clock(config: &BenchConfig, dev: &Device) -> Result<Option<PhaseClock>> {
+    if !config.phases {
+        return Ok(None);
+    }
+    let synced = dev.clone();
+    let clock = PhaseClock::start(move || {
+        let _ = synced.sync();
+    });
+    Ok(Some(clock.ok_or_else(|| EngineError::invalid("bench", "the phases are already being timed on this thread"))?))
+}
+
+/// Times every mechanism of the configuration; `progress` is told after every timed or warm-up
+/// lot.
+pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn FnMut()) -> Result<BenchResult> {
+    config.check()?;
+    let dev = &device.device;
+    let mut rng = ChaChaState::new(Some(0), 0).restore();
+    let input = config.model_input()?;
+    let data = random_lot(config, input, &mut rng)?;
     let source = CrossEntropyLots { data: &data };
     let batching = Batching::for_device(config.batch_size, device);
     let model = build(config.model, input, config.classes, &mut rng, dev)?.train();
@@ -213,15 +233,7 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     let mut times = vec![Vec::new(); k];
     let mut phase_times = vec![Vec::new(); k];
     let mut launches = vec![0; k];
-    let synced = dev.clone();
-    let clock = if config.phases {
-        let clock = PhaseClock::start(move || {
-            let _ = synced.sync();
-        });
-        Some(clock.ok_or_else(|| EngineError::invalid("bench", "the phases are already being timed on this thread"))?)
-    } else {
-        None
-    };
+    let clock = phase_clock(config, dev)?;
     let counter = Arc::new(LaunchCount::default());
     for round in 0..config.warmup + config.iterations {
         // Rotate which mechanism goes first so that none always follows the same one.

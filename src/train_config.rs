@@ -191,9 +191,6 @@ impl TrainConfig {
         if self.batch_size == 0 {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
         }
-        if self.out_dir.as_os_str().is_empty() {
-            return Err(EngineError::invalid("out dir", "is empty: name the run's folder"));
-        }
         if !(0.0..1.0).contains(&self.momentum) {
             return Err(EngineError::invalid("momentum", format!("{} is not in [0, 1)", self.momentum)));
         }

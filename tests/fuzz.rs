@@ -17,7 +17,7 @@ use dp_data::idx::{encode_idx, read_idx};
 use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
 use dp_engine::backend;
 use dp_engine::mechanism::MechanismName;
-use dptrain::checkpoint::Checkpoint;
+use dp_run::checkpoint::Checkpoint;
 use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Session, train};
 use dptrain::zoo::ModelName;

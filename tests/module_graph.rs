@@ -8,13 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The library crates' source folders, and the app's.
-const SOURCES: [&str; 7] = [
+const SOURCES: [&str; 8] = [
     "crates/dp-accounting/src",
     "crates/dp-data/src",
     "kernels/src",
     "crates/dp-engine/src",
     "crates/dp-erm/src",
     "crates/dp-audit/src",
+    "crates/dp-run/src",
     "src",
 ];
 

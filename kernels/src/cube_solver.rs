@@ -62,6 +62,31 @@ fn cube_reduce(value: f32, shared: &mut Shared<[f32]>, #[comptime] min: bool) ->
     total
 }
 
+/// This unit's share of the weights' sum; on the first launch (`start`) it also sets its
+/// coordinates to the uniform point (log sigma = ln `uniform`, Delta on the sphere of `alpha`).
+#[cube]
+fn unit_weight(
+    weights: &Tensor<f32>,
+    delta: &mut Tensor<f32>,
+    sigma: &mut Tensor<f32>,
+    start: bool,
+    alpha: f32,
+    uniform: f32,
+) -> f32 {
+    let d = weights.len();
+    let mut weight = 0.0f32;
+    let mut j = UNIT_POS as usize;
+    while j < d {
+        if start {
+            sigma[j] = uniform.ln();
+            delta[j] = alpha / f32::cast_from(d).sqrt();
+        }
+        weight += weights[j];
+        j += UNITS;
+    }
+    weight
+}
+
 /// Iterations `first .. first + count` of the solver for min sum w_j sigma_j s.t.
 /// alpha^2 / min sigma^2 <= tau; `sigma` holds log sigma between launches and sigma (exactly
 /// feasible) after the `finish` launch; `delta` is the ascent's state; the first launch starts
@@ -82,16 +107,7 @@ fn sphere_solver_kernel(
     let d = weights.len();
     let unit = UNIT_POS as usize;
     let uniform = args.alpha / args.tau.sqrt();
-    let mut weight = 0.0f32;
-    let mut j = unit;
-    while j < d {
-        if first == 0 {
-            sigma[j] = uniform.ln();
-            delta[j] = args.alpha / f32::cast_from(d).sqrt();
-        }
-        weight += weights[j];
-        j += UNITS;
-    }
+    let weight = unit_weight(weights, delta, sigma, first == 0, args.alpha, uniform);
     // mu starts at the objective's scale and grows geometrically up to mu_cap times that.
     let mu0 = (cube_reduce(weight, &mut shared, false) * uniform).max(TINY);
     for t in first..first + count {
@@ -144,22 +160,30 @@ fn sphere_solver_kernel(
         }
     }
     if finish != 0 {
-        // Exact feasibility: scaled so that alpha^2 / min sigma^2 = tau.
-        let mut least = f32::max_value();
-        let mut j = unit;
-        while j < d {
-            least = least.min(sigma[j]);
-            j += UNITS;
-        }
-        let scale = uniform / cube_reduce(least, &mut shared, true).exp();
-        let mut j = unit;
-        while j < d {
-            sigma[j] = sigma[j].exp() * scale;
-            j += UNITS;
-        }
+        scale_to_feasible(sigma, &mut shared, uniform);
         if unit == 0 {
             done[0usize] += 1u32;
         }
+    }
+}
+
+/// Exact feasibility after the last iteration: log sigma turned into sigma scaled so that
+/// alpha^2 / min sigma^2 = tau (`uniform` = alpha / sqrt(tau)).
+#[cube]
+fn scale_to_feasible(sigma: &mut Tensor<f32>, shared: &mut Shared<[f32]>, uniform: f32) {
+    let d = sigma.len();
+    let unit = UNIT_POS as usize;
+    let mut least = f32::max_value();
+    let mut j = unit;
+    while j < d {
+        least = least.min(sigma[j]);
+        j += UNITS;
+    }
+    let scale = uniform / cube_reduce(least, shared, true).exp();
+    let mut j = unit;
+    while j < d {
+        sigma[j] = sigma[j].exp() * scale;
+        j += UNITS;
     }
 }
 

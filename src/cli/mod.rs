@@ -8,7 +8,6 @@ mod calibrate;
 mod data;
 mod enum_arg;
 mod erm;
-mod interrupt;
 mod output;
 mod plot;
 mod progress;

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use dptrain::curves::{Curve, check_some, draw};
+use dp_run::curves::{Curve, check_some, draw};
 use std::path::PathBuf;
 
 /// Overlays the curves of run folders into one SVG and a PNG beside it (each run folder also

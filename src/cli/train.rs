@@ -1,7 +1,6 @@
 //! `dptrain train`: a DP training run with its privacy accounted at every step.
 
 use super::enum_arg::parse;
-use super::interrupt;
 use super::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -17,10 +16,11 @@ use dp_engine::mechanism::MechanismName;
 use dp_engine::optimizer::OptimizerName;
 use dp_engine::privacy_settings::AccountantName;
 use dp_engine::smoothing::SmoothingScope;
-use dptrain::checkpoint::checkpoint_path;
-use dptrain::run_folder::{CONFIG_FILE, MAX_CONFIG};
+use dp_run::checkpoint::checkpoint_path;
+use dp_run::folder::{CONFIG_FILE, MAX_CONFIG};
+use dp_run::{Event, RunReport, interrupt};
 use dptrain::train_config::TrainConfig;
-use dptrain::trainer::{Event, Session, TrainReport, train};
+use dptrain::trainer::{Session, Told, train};
 use dptrain::zoo::ModelName;
 use dptrain::zoo::Normalization;
 use std::path::{Path, PathBuf};
@@ -379,18 +379,44 @@ impl TrainArgs {
     }
 }
 
-/// Runs `dptrain train`.
-pub fn run(args: TrainArgs) -> Result<()> {
-    let config = if args.resume { args.resume_config()? } else { args.resolve()? };
-    if args.resume && !checkpoint_path(&config.out_dir).exists() {
-        bail!("--resume: no checkpoint in {} (give the run's --out-dir)", config.out_dir.display());
+/// What `dptrain train` shows of a run: its set-up as notes above the progress bar, each step
+/// on the bar, the metrics in its status, each evaluation as a note.
+struct Shown<'a> {
+    progress: &'a Progress,
+    evaluated_on: &'static str,
+    last_privacy: String,
+}
+
+impl Shown<'_> {
+    /// Shows `told`.
+    fn show(&mut self, told: Told<'_>) {
+        let progress = self.progress;
+        match told {
+            Told::Run(started @ Event::Started { .. }) => self.started(started),
+            Told::Scattering { examples, cache } => {
+                let kept = cache.map_or("not cached: no cache folder".into(), |c| format!("cached in {}", c.display()));
+                progress.note(format!("computing the ScatterNet features of {examples} examples ({kept})"));
+            }
+            Told::Run(Event::Progress { step }) => progress.set_position(*step),
+            Told::Run(Event::Step { loss, accuracy, .. }) => {
+                let accuracy = accuracy.map_or(String::new(), |a| format!(" train acc {:.1}%", a * 100.0));
+                progress.set_status(format!("loss {loss:.3}{accuracy} {}", self.last_privacy));
+            }
+            Told::Run(Event::Evaluated { step, test_accuracy, privacy }) => {
+                self.last_privacy = privacy.to_string();
+                progress.note(format!(
+                    "step {step}: {} accuracy {:.2}%, {}",
+                    self.evaluated_on,
+                    test_accuracy * 100.0,
+                    self.last_privacy
+                ));
+            }
+        }
     }
-    let device = config.device.open()?;
-    let evaluated_on = config.evaluated_on();
-    let progress = Progress::new(Some(0), "steps");
-    let mut last_privacy = String::new();
-    let mut observe = |event: &Event| match event {
-        Event::Started {
+
+    /// Shows the run's set-up and sets the bar to its planned steps.
+    fn started(&self, event: &Event) {
+        let Event::Started {
             device,
             parameters,
             train_examples,
@@ -401,43 +427,41 @@ pub fn run(args: TrainArgs) -> Result<()> {
             planned_privacy,
             planned_sigma_privacy,
             notes,
-        } => {
-            progress.note(format!("device: {device}"));
-            progress.note(format!(
-                "model: {parameters} parameters; {train_examples} training examples, sampling rate {sample_rate:.6}"
-            ));
-            let z = noise_multiplier.map_or("none".to_string(), |z| format!("{z:.4}"));
-            progress.note(format!(
-                "privacy: noise multiplier {z}; the {planned_steps} planned steps spend {planned_privacy}"
-            ));
-            if let Some(p) = planned_sigma_privacy {
-                progress.note(format!("privacy of the smallest sigma used: {p}"));
-            }
-            for note in notes {
-                progress.note(format!("note: {note}"));
-            }
-            if *start_step > 0 {
-                progress.note(format!("resuming at step {start_step}"));
-            }
-            progress.set_length(*planned_steps);
-            progress.set_position(*start_step);
+        } = event
+        else {
+            return;
+        };
+        let progress = self.progress;
+        progress.note(format!("device: {device}"));
+        progress.note(format!(
+            "model: {parameters} parameters; {train_examples} training examples, sampling rate {sample_rate:.6}"
+        ));
+        let z = noise_multiplier.map_or("none".to_string(), |z| format!("{z:.4}"));
+        progress
+            .note(format!("privacy: noise multiplier {z}; the {planned_steps} planned steps spend {planned_privacy}"));
+        if let Some(p) = planned_sigma_privacy {
+            progress.note(format!("privacy of the smallest sigma used: {p}"));
         }
-        Event::Scattering { examples, cache } => {
-            let kept =
-                cache.as_ref().map_or("not cached: no cache folder".into(), |c| format!("cached in {}", c.display()));
-            progress.note(format!("computing the ScatterNet features of {examples} examples ({kept})"));
+        for note in notes {
+            progress.note(format!("note: {note}"));
         }
-        Event::Progress { step } => progress.set_position(*step),
-        Event::Step { loss, accuracy, .. } => {
-            let accuracy = accuracy.map_or(String::new(), |a| format!(" train acc {:.1}%", a * 100.0));
-            progress.set_status(format!("loss {loss:.3}{accuracy} {last_privacy}"));
+        if *start_step > 0 {
+            progress.note(format!("resuming at step {start_step}"));
         }
-        Event::Evaluated { step, test_accuracy, privacy } => {
-            last_privacy = privacy.to_string();
-            progress
-                .note(format!("step {step}: {evaluated_on} accuracy {:.2}%, {last_privacy}", test_accuracy * 100.0));
-        }
-    };
+        progress.set_length(*planned_steps);
+        progress.set_position(*start_step);
+    }
+}
+
+/// Runs `dptrain train`.
+pub fn run(args: TrainArgs) -> Result<()> {
+    let config = if args.resume { args.resume_config()? } else { args.resolve()? };
+    if args.resume && !checkpoint_path(&config.out_dir).exists() {
+        bail!("--resume: no checkpoint in {} (give the run's --out-dir)", config.out_dir.display());
+    }
+    let device = config.device.open()?;
+    let progress = Progress::new(Some(0), "steps");
+    let mut shown = Shown { progress: &progress, evaluated_on: config.evaluated_on(), last_privacy: String::new() };
     let audit = args.audit_canaries.map(|canaries| AuditRequest { canaries, confidence: args.audit_confidence });
     let session = Session {
         resume: args.resume,
@@ -447,7 +471,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         interrupt: Some(interrupt::install()),
         keep_key: args.keep_key,
     };
-    let report = train(config, session, &device, &mut observe)?;
+    let report = train(config, session, &device, &mut |told| shown.show(told))?;
     progress.finish();
     print_report(&report, args.json)?;
     if report.interrupted {
@@ -460,7 +484,8 @@ pub fn run(args: TrainArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_report(r: &TrainReport, json: bool) -> Result<()> {
+/// Prints the report: one line, or its JSON with `json`.
+fn print_report(r: &RunReport, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string(r)?);
         return Ok(());

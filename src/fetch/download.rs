@@ -83,6 +83,64 @@ pub struct Timeouts {
     pub total: Option<Duration>,
 }
 
+/// The response of `url` from byte `have` on (a range request when `have` > 0) within
+/// `timeouts`, and whether the server resumed there (206) or sends the whole file (200).
+fn get(url: &str, have: u64, timeouts: Timeouts) -> Result<(ureq::http::Response<ureq::Body>, bool)> {
+    let idle = Some(timeouts.idle);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(idle)
+        .timeout_recv_response(idle)
+        .timeout_per_read(idle)
+        .timeout_global(timeouts.total)
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.get(url);
+    if have > 0 {
+        request = request.header("Range", format!("bytes={have}-"));
+    }
+    let response = request.call().map_err(|e| failed(url, e))?;
+    let status = response.status().as_u16();
+    match status {
+        206 if have > 0 => Ok((response, true)),
+        200 => Ok((response, false)),
+        other => Err(failed(url, format!("HTTP status {other}"))),
+    }
+}
+
+/// Appends what `body` sends to `out`, hashing it on from `have` bytes of `size`; `progress` is
+/// told (bytes so far, bytes in all). Gives the bytes had; a stopped transfer is an error saying
+/// how to resume.
+fn copy_body(
+    body: &mut impl Read,
+    out: &mut std::fs::File,
+    (hash, mut have): (&mut Sha256, u64),
+    (url, size): (&str, u64),
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<u64> {
+    let io = |e: std::io::Error| failed(url, e);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match body.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                out.flush().map_err(io)?;
+                return Err(failed(
+                    url,
+                    format!("the transfer stopped after {have} of {size} bytes ({e}): run the command again to resume"),
+                ));
+            }
+        };
+        if n == 0 {
+            return Ok(have);
+        }
+        out.write_all(&buf[..n]).map_err(io)?;
+        hash.update(&buf[..n]);
+        have += n as u64;
+        progress(have, size);
+    }
+}
+
 /// Fetches `file` from `url` into `dir` within `timeouts`; `progress` is told (bytes so far,
 /// bytes in all).
 pub fn download(
@@ -104,26 +162,7 @@ pub fn download(
         Some((hash, have)) if have < file.size => (hash, have),
         _ => (Sha256::new(), 0),
     };
-    let idle = Some(timeouts.idle);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(idle)
-        .timeout_recv_response(idle)
-        .timeout_per_read(idle)
-        .timeout_global(timeouts.total)
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut request = agent.get(url);
-    if have > 0 {
-        request = request.header("Range", format!("bytes={have}-"));
-    }
-    let mut response = request.call().map_err(|e| failed(url, e))?;
-    let status = response.status().as_u16();
-    let resumed = match status {
-        206 if have > 0 => true,
-        200 => false,
-        other => return Err(failed(url, format!("HTTP status {other}"))),
-    };
+    let (mut response, resumed) = get(url, have, timeouts)?;
     if !resumed {
         (hash, have) = (Sha256::new(), 0);
     }
@@ -134,29 +173,7 @@ pub fn download(
         out.set_len(0).map_err(io)?;
     }
     let mut body = response.body_mut().with_config().limit(file.size - have).reader();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = match body.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) => {
-                out.flush().map_err(io)?;
-                return Err(failed(
-                    url,
-                    format!(
-                        "the transfer stopped after {have} of {} bytes ({e}): run the command again to resume",
-                        file.size
-                    ),
-                ));
-            }
-        };
-        if n == 0 {
-            break;
-        }
-        out.write_all(&buf[..n]).map_err(io)?;
-        hash.update(&buf[..n]);
-        have += n as u64;
-        progress(have, file.size);
-    }
+    have = copy_body(&mut body, &mut out, (&mut hash, have), (url, file.size), progress)?;
     out.sync_all().map_err(io)?;
     drop(out);
     if have != file.size {

@@ -303,6 +303,31 @@ pub struct Restored<M> {
     pub average: Option<ParameterAverage<M>>,
 }
 
+/// Refuses a ledger with an entry that is not exactly the event a step of the run's mechanism
+/// records at the run's rate and sampling, with an admitted noise multiplier.
+fn check_ledger(ledger: &PrivacyLedger, config: &PrivacyConfig, plan: &Plan) -> Result<()> {
+    let mechanism = config.mechanism.as_ref();
+    let want_z = plan.z.map(|z| mechanism.ledger_multiplier(z));
+    for (_, event) in ledger.entries() {
+        let z = multiplier_of(event)?;
+        let z_ok = match (want_z, z) {
+            (Some(want), Some(z)) => want.admits(z),
+            (None, None) => true,
+            _ => false,
+        };
+        let this_run = z_ok && mechanism.step_event(z, plan.sample_rate, config.settings.sampling)? == *event;
+        if !this_run {
+            return Err(EngineError::Resume(format!(
+                "a ledger entry ({event:?}) is not a step of this run (z {:?}, q {}, {:?})",
+                want_z.map(|z| z.z),
+                plan.sample_rate,
+                config.settings.sampling
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Restores `ckpt` into `model` and `optimizer` (fresh ones of the run's kind) after checking
 /// everything the run's privacy claim depends on against the run (`config`, `plan`, `keys`):
 /// the step counts; every ledger event (the mechanism's step at an admitted multiplier); the sampler,
@@ -334,24 +359,7 @@ pub fn restore<M: Module>(
     if h.ledger.total_steps() != h.step {
         return Err(refuse(format!("its ledger holds {} steps, the run took {}", h.ledger.total_steps(), h.step)));
     }
-    let want_z = plan.z.map(|z| mechanism.ledger_multiplier(z));
-    for (_, event) in h.ledger.entries() {
-        let z = multiplier_of(event)?;
-        let z_ok = match (want_z, z) {
-            (Some(want), Some(z)) => want.admits(z),
-            (None, None) => true,
-            _ => false,
-        };
-        let this_run = z_ok && mechanism.step_event(z, plan.sample_rate, config.settings.sampling)? == *event;
-        if !this_run {
-            return Err(refuse(format!(
-                "a ledger entry ({event:?}) is not a step of this run (z {:?}, q {}, {:?})",
-                want_z.map(|z| z.z),
-                plan.sample_rate,
-                config.settings.sampling
-            )));
-        }
-    }
+    check_ledger(&h.ledger, config, plan)?;
     let sampler = LotSampler::replayed(sampling(config, plan), plan.n, keys.sampler_stream(), h.step)
         .map_err(|e| refuse(e.to_string()))?;
     if sampler.position() != h.sampler {

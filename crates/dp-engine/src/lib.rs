@@ -2,7 +2,7 @@
 //! from one backward pass (`nn`, `grad_sample`), what determines privacy (`privacy_config`) and
 //! the mechanisms (`mechanism`), one DP step that owns the ledger (`step`), and what a Burn user
 //! adopts: `privacy_engine::PrivacyEngine`, `dp_optimizer::DpOptimizer` and `dp_checkpoint`. The
-//! `dptrain` app (its trainer, model zoo, run folders and benchmark) is built on this API alone.
+//! dp-run crate (a run kept in a folder) and the `dptrain` app are built on this API alone.
 //!
 //! Per-example gradient norms of a batch of an ordinary Burn module built from DP layers:
 //!

@@ -352,8 +352,7 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     let device = backend::cpu();
     let data = Squares::new(200);
     let model = regressor(&device);
-    let privacy =
-        || PrivacyConfig::new(Optimized).with_noise_multiplier(1.1).with_lot_size(20).with_epochs(2.0).with_seed(11);
+    let privacy = optimized_run;
     let adam = || AdamConfig::new().init();
     let start = || {
         let mut dp = PrivacyEngine::new(privacy()).make_private(&model, adam(), &data, &device.device).expect("valid");
@@ -399,8 +398,32 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     assert_eq!(dp.steps_taken(), 8);
     assert_eq!(run_to_end(dp, m), whole, "resumed = uninterrupted, bit for bit");
 
+    assert_refused_by_other_runs(&file, &keys, &bytes);
+}
+
+/// The seeded optimized run of the checkpoint test, on `Squares::new(200)`.
+fn optimized_run() -> PrivacyConfig {
+    PrivacyConfig::new(Optimized).with_noise_multiplier(1.1).with_lot_size(20).with_epochs(2.0).with_seed(11)
+}
+
+/// The checkpoint in `file` (`bytes`) of [`optimized_run`], written with `keys`, refused by
+/// another run (another plan, keys, seed, model) and when cut or foreign, in one line.
+fn assert_refused_by_other_runs(file: &std::path::Path, keys: &StreamKeys, bytes: &[u8]) {
+    let device = backend::cpu();
+    let data = Squares::new(200);
+    let privacy = optimized_run;
+    let adam = || AdamConfig::new().init();
+    let resume = |privacy: PrivacyConfig, keys: &StreamKeys| {
+        let ckpt = DpCheckpoint::load(file).expect("read back");
+        PrivacyEngine::new(privacy).with_keys(keys.clone()).resume(
+            (regressor(&device), adam()),
+            &data,
+            &device.device,
+            ckpt,
+        )
+    };
     // The checkpoint refused by another run: another lot size, another seed's keys.
-    let err = resume(privacy().with_lot_size(25), &keys).err().expect("another plan").to_string();
+    let err = resume(privacy().with_lot_size(25), keys).err().expect("another plan").to_string();
     assert!(err.contains("cannot resume") && err.lines().count() == 1, "{err}");
     let err = resume(privacy(), &StreamKeys::for_run(Some(12))).err().expect("other keys").to_string();
     assert!(err.contains("seed"), "{err}");
@@ -413,7 +436,7 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     assert!(err.contains("fingerprints differ"), "{err}");
     // Without keys or seed: told what to give (not that the run is unseeded).
     let err = PrivacyEngine::new(unseeded())
-        .resume((regressor(&device), adam()), &data, &device.device, DpCheckpoint::load(&file).expect("read"))
+        .resume((regressor(&device), adam()), &data, &device.device, DpCheckpoint::load(file).expect("read"))
         .err()
         .expect("no keys")
         .to_string();
@@ -422,7 +445,7 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     let wide = Regressor { fc: DpLinearConfig::new(FEATURES, 2).init(&device.device) };
     let err = PrivacyEngine::new(privacy())
         .with_keys(keys.clone())
-        .resume((wide, adam()), &data, &device.device, DpCheckpoint::load(&file).expect("read"))
+        .resume((wide, adam()), &data, &device.device, DpCheckpoint::load(file).expect("read"))
         .err()
         .expect("another model")
         .to_string();

@@ -7,7 +7,7 @@
 //! epsilons. The training loss is measured on the private training data: it is not DP, as the
 //! progress bar's is not.
 
-use crate::run_folder::{METRICS_FILE, PLOT_FILE};
+use crate::folder::{METRICS_FILE, PLOT_FILE};
 use dp_data::safe_files::{PUBLIC, file_error, read_regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use dp_erm::plot::{COLORS, register_font};

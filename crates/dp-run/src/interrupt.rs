@@ -1,6 +1,7 @@
-//! Ctrl-C and SIGTERM during `dptrain train`: the first asks the run to stop after the current
-//! step, write its checkpoint and say how to resume (or, before the first step, to stop the
-//! feature computation with nothing written); a second ends the process at once.
+//! Ctrl-C and SIGTERM during a run, as a hook the program installs (`dptrain train` does): the
+//! first asks the run to stop after the current step, write its checkpoint and say how to
+//! resume (or, before the first step, to stop the program's own preparation with nothing
+//! written); a second ends the process at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -22,7 +23,7 @@ extern "C" fn on_signal(_: libc::c_int) {
     }
 }
 
-/// Installs the handlers and returns the flag the trainer polls between steps.
+/// Installs the handlers and returns the flag a run polls between steps ([`crate::RunOptions::interrupt`]).
 pub fn install() -> &'static AtomicBool {
     #[cfg(unix)]
     for signal in [libc::SIGINT, libc::SIGTERM] {

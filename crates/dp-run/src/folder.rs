@@ -1,7 +1,8 @@
 //! A training run's folder, the boundary between what the run computed and what anyone with
 //! access to the disk can do:
 //!
-//! - `config.toml`: the run's settings (the seed left out), bound to each checkpoint by digest;
+//! - `config.toml`: the run's settings as its program gives them (the seed left out), bound to
+//!   each checkpoint by digest;
 //! - `checkpoint.bin`: model, optimiser, ledger and the key-free positions of the sampler and
 //!   noise streams, sealed by a MAC (`crate::checkpoint`);
 //! - `run.key`: the secrets (stream keys, MAC key, seed), owner-only, removed when the run
@@ -16,11 +17,11 @@
 pub mod keys;
 pub mod lock;
 
-use crate::train_config::TrainConfig;
 use dp_data::safe_files::{PUBLIC, append_line, file_error, occupied, read_regular, remove_if_present, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use keys::{KEY_FILE, RunKeys};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -30,7 +31,7 @@ pub const CONFIG_FILE: &str = "config.toml";
 pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The final report.
 pub const REPORT_FILE: &str = "report.json";
-/// The run's curves (`crate::curves`), redrawn at each evaluation, with a PNG beside it.
+/// The run's curves ([`crate::curves`]), redrawn at each evaluation, with a PNG beside it.
 pub const PLOT_FILE: &str = "curves.svg";
 /// The PNG of the run's curves.
 pub const PLOT_PNG: &str = "curves.png";
@@ -51,10 +52,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Prepares the folder of a fresh run (its lock held): refused when it holds another run's
-/// files, unless `overwrite` (then they are removed first); writes config.toml (the settings
-/// without the seed, with the noise multiplier `z` they resolve to in a comment) and the key
-/// file of `keys`, and returns config.toml's digest.
-pub fn start(run_dir: &Path, config: &TrainConfig, z: Option<f64>, overwrite: bool, keys: &RunKeys) -> Result<String> {
+/// files, unless `overwrite` (then they are removed first); writes config.toml (the `settings`
+/// TOML, which holds no seed, with the noise multiplier `z` they resolve to in a comment) and
+/// the key file of `keys`, and returns config.toml's digest.
+pub fn start(run_dir: &Path, settings: &str, z: Option<f64>, overwrite: bool, keys: &RunKeys) -> Result<String> {
     let present: Vec<&str> = RUN_FILES.into_iter().filter(|f| occupied(&run_dir.join(f))).collect();
     if !present.is_empty() {
         if !overwrite {
@@ -72,26 +73,26 @@ pub fn start(run_dir: &Path, config: &TrainConfig, z: Option<f64>, overwrite: bo
         }
     }
     let path = run_dir.join(CONFIG_FILE);
-    let public = TrainConfig { seed: None, ..config.clone() };
-    let settings = toml::to_string(&public).map_err(|e| file_error(&path, e))?;
     let z = z.map_or("none (no noise)".to_string(), |z| z.to_string());
-    let seeded = if config.seed.is_some() { " It is seeded; the seed is kept in run.key." } else { "" };
+    let seeded = if keys.seed.is_some() { " It is seeded; the seed is kept in run.key." } else { "" };
     let toml = format!("# The settings of this run; its noise multiplier resolves to {z}.{seeded}\n{settings}");
     write_atomic(&path, toml.as_bytes(), PUBLIC)?;
     keys.save(run_dir)?;
     Ok(sha256_hex(toml.as_bytes()))
 }
 
-/// The configuration of the run in `run_dir` (its config.toml, which holds no seed) and the
-/// file's digest.
-pub fn read_config(run_dir: &Path) -> Result<(TrainConfig, String)> {
+/// The config.toml of the run in `run_dir` (which holds no seed) and its digest.
+pub fn read_config(run_dir: &Path) -> Result<(String, String)> {
     let path = run_dir.join(CONFIG_FILE);
     let bytes = read_regular(&path, MAX_CONFIG)?;
-    let config = std::str::from_utf8(&bytes)
-        .ok()
-        .and_then(|text| toml::from_str(text).ok())
-        .ok_or_else(|| file_error(&path, "not a run configuration"))?;
-    Ok((config, sha256_hex(&bytes)))
+    let digest = sha256_hex(&bytes);
+    let text = String::from_utf8(bytes).map_err(|_| file_error(&path, "not a run configuration"))?;
+    Ok((text, digest))
+}
+
+/// `text`, the config.toml of the run in `run_dir`, as the settings its program wrote.
+pub fn parse_config<C: DeserializeOwned>(run_dir: &Path, text: &str) -> Result<C> {
+    toml::from_str(text).map_err(|_| file_error(&run_dir.join(CONFIG_FILE), "not a run configuration").into())
 }
 
 /// The keys of the run in `run_dir`; when they are gone because the run completed, says so.

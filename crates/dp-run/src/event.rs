@@ -1,0 +1,85 @@
+//! What a run tells its observer, and what its metrics.jsonl holds (the `step` and `evaluated`
+//! events, one JSON object per line).
+
+use dp_accounting::PrivacyReport;
+use dp_engine::backend::SelectedDevice;
+use dp_engine::dp_optimizer::DpOptimizer;
+use dp_engine::grad_sample::params::ParamTable;
+use serde::Serialize;
+
+/// What the run tells its observer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The run is set up.
+    Started {
+        /// Backend and adapter.
+        device: String,
+        /// Scalar parameters of the model.
+        parameters: usize,
+        /// Training examples.
+        train_examples: usize,
+        /// Sampling rate q.
+        sample_rate: f64,
+        /// Noise multiplier z (None for the baseline).
+        noise_multiplier: Option<f64>,
+        /// Steps planned.
+        planned_steps: u64,
+        /// Step the run starts from (non-zero when resumed).
+        start_step: u64,
+        /// Privacy the whole planned run will have spent.
+        planned_privacy: Box<PrivacyReport>,
+        /// optimized-paper: the epsilon of the smallest sigma it will use (label none).
+        planned_sigma_privacy: Option<Box<PrivacyReport>>,
+        /// Caveats the user must read.
+        notes: Vec<String>,
+    },
+    /// A step was taken (every step; nothing is read from the device for it).
+    Progress {
+        /// Steps done.
+        step: u64,
+    },
+    /// Training metrics of recent lots (on the private training data: not DP).
+    Step {
+        /// Steps done.
+        step: u64,
+        /// Mean training loss of the last lot.
+        loss: f64,
+        /// Training accuracy of the last lot.
+        accuracy: Option<f64>,
+    },
+    /// Evaluation at an epoch boundary or at the end.
+    Evaluated {
+        /// Steps done.
+        step: u64,
+        /// Accuracy on the evaluation set.
+        test_accuracy: f64,
+        /// Privacy spent so far.
+        privacy: PrivacyReport,
+    },
+}
+
+impl Event {
+    /// The start of a session of `dp` on `device`, for a model of `table` on `train_examples`,
+    /// from step `start_step`.
+    pub(crate) fn started<M: burn::module::Module>(
+        dp: &DpOptimizer<M>,
+        device: &SelectedDevice,
+        table: &ParamTable,
+        train_examples: usize,
+        start_step: u64,
+    ) -> Self {
+        Event::Started {
+            device: format!("{} ({})", device.backend, device.name),
+            parameters: table.num_params(),
+            train_examples,
+            sample_rate: dp.sample_rate(),
+            noise_multiplier: dp.noise_multiplier(),
+            planned_steps: dp.planned_steps(),
+            start_step,
+            planned_privacy: Box::new(dp.planned_privacy().clone()),
+            planned_sigma_privacy: dp.planned_second_readout().cloned().map(Box::new),
+            notes: dp.notes().to_vec(),
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! A DP training run kept in a folder, for any dp-engine model: the lock (one process per
+//! folder), the key file (the run's secrets, owner-only, removed when it completes), sealed
+//! checkpoints written atomically, resume after Ctrl-C or a kill with every privacy-relevant
+//! field checked, the evaluation cadence, metrics, curves, the final report, and, as options,
+//! parameter averaging and a one-run audit. `dptrain train` is one program built on it.
+//!
+//! A Burn user's DP loop (`PrivacyEngine::make_private` and `step` until done) becomes a run
+//! that survives a kill:
+//!
+//! ```no_run
+//! # use dp_engine::privacy_config::PrivacyConfig;
+//! # use dp_engine::mechanism::gaussian::Gaussian;
+//! # use dp_engine::step::lot::LotSource;
+//! # use dp_run::{Run, RunFolder, RunOptions};
+//! # fn demo<M: burn::module::Module>(model: M, lots: &dyn LotSource<M>, accuracy: impl Fn(&M) -> dp_engine::Result<f64>, resume: bool) -> dp_engine::Result<()> {
+//! let device = burn::tensor::Device::flex();
+//! let privacy = PrivacyConfig::new(Gaussian).with_target_epsilon(3.0).with_lot_size(256).with_epochs(3.0);
+//! let folder = if resume { RunFolder::resume("runs/mine")? } else { RunFolder::fresh("runs/mine", None)? };
+//! let options = RunOptions { interrupt: Some(dp_run::interrupt::install()), ..RunOptions::default() };
+//! let report = Run::new(folder, privacy, 0.5, accuracy)
+//!     .with_options(options)
+//!     .train(model, burn::optim::SgdConfig::new().init(), lots, &device)?;
+//! println!("{:.2}% at {}", report.test_accuracy * 100.0, report.privacy); // ... (delta 1e-5, rdp, certified)
+//! # Ok(()) }
+//! ```
+
+pub mod checkpoint;
+pub mod curves;
+pub mod folder;
+pub mod interrupt;
+pub mod seal;
+
+mod audit;
+mod event;
+mod options;
+mod report;
+mod run;
+mod run_folder;
+mod session;
+mod step_loop;
+
+pub use event::Event;
+pub use options::RunOptions;
+pub use report::RunReport;
+pub use run::Run;
+pub use run_folder::RunFolder;

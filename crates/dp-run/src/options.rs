@@ -1,0 +1,50 @@
+//! How a run's session goes: where it stops, what it checkpoints, what it adds to the plain
+//! DP loop (parameter averaging, an audit), and whether it may replace another run's files.
+
+use dp_engine::canaries::AuditRequest;
+use dp_engine::error::{EngineError, Result};
+use std::sync::atomic::AtomicBool;
+
+/// The options of a run's session (all off by default: the whole run, checkpointed at the end).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Take at most this many steps now, then checkpoint and return (resume later).
+    pub stop_after: Option<u64>,
+    /// Also checkpoint every this many steps (0: only at the end of the session).
+    pub checkpoint_every: u64,
+    /// Evaluate (and release) an exponential moving average of the parameters with this decay.
+    pub average: Option<f64>,
+    /// Audit the run with white-box canaries (a whole run in one session only).
+    pub audit: Option<AuditRequest>,
+    /// Start a fresh run in a folder that holds another run's files, replacing them.
+    pub overwrite: bool,
+    /// Raised (by a signal handler: `crate::interrupt`) to stop after the current step with a
+    /// checkpoint.
+    pub interrupt: Option<&'static AtomicBool>,
+    /// Keep the run's key file when it completes (it is removed otherwise).
+    pub keep_key: bool,
+}
+
+impl RunOptions {
+    /// Refuses options that cannot go together (`resumed`: the session continues a run).
+    pub(crate) fn check(&self, resumed: bool) -> Result<()> {
+        if self.stop_after == Some(0) {
+            return Err(EngineError::invalid("stop after", "0 steps would leave nothing to resume: give at least 1"));
+        }
+        if let Some(request) = self.audit {
+            if resumed || self.stop_after.is_some() {
+                return Err(EngineError::invalid(
+                    "audit",
+                    "the canaries live in memory: audit a whole run in one session (no --resume or --stop-after)",
+                ));
+            }
+            if !(request.confidence > 0.0 && request.confidence < 1.0) {
+                return Err(EngineError::invalid(
+                    "audit confidence",
+                    format!("{} is not in (0, 1)", request.confidence),
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,50 @@
+//! The final report of a run's session, written to its folder's report.json.
+
+use dp_accounting::PrivacyReport;
+use dp_engine::canaries::RunAudit;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// The final report of a run (also written to report.json).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// Accuracy of the final model on the set it is evaluated on.
+    pub test_accuracy: f64,
+    /// That set's name (`test`, `validation`: [`crate::Run::describe`]).
+    pub evaluated_on: String,
+    /// Epsilon spent (infinite for the baseline, null in JSON), its delta, accountant and
+    /// label.
+    #[serde(flatten)]
+    pub privacy: PrivacyReport,
+    /// optimized-paper: the epsilon of the Gaussian mechanism with the smallest sigma used
+    /// (label none: w came from the private data).
+    pub sigma_privacy: Option<PrivacyReport>,
+    /// Steps taken.
+    pub steps: u64,
+    /// Wall-clock training seconds (over all resumed segments).
+    pub seconds: f64,
+    /// Noise multiplier used.
+    pub noise_multiplier: Option<f64>,
+    /// Sampling rate q.
+    pub sample_rate: f64,
+    /// Device.
+    pub device: String,
+    /// Model ([`crate::Run::describe`]).
+    pub model: String,
+    /// Mechanism.
+    pub mechanism: String,
+    /// True when the run was seeded (reproducible).
+    pub seeded: bool,
+    /// Caveats.
+    pub notes: Vec<String>,
+    /// The run folder.
+    pub run_dir: PathBuf,
+    /// Its plot of test accuracy and training loss against steps and epsilon.
+    pub curves: PathBuf,
+    /// False when this session stopped before the planned steps (resume to continue).
+    pub completed: bool,
+    /// True when an interruption (Ctrl-C, SIGTERM) stopped this session early.
+    pub interrupted: bool,
+    /// The one-run audit, when one was asked for.
+    pub audit: Option<RunAudit>,
+}

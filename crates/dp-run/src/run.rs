@@ -1,0 +1,255 @@
+//! A DP training run as a library object: a user's model, optimiser, lots, evaluation and
+//! privacy configuration, trained into a run folder that holds everything a trustworthy run
+//! needs (the lock, the key file, sealed checkpoints, metrics, curves, the report), fresh or
+//! resumed with every privacy-relevant check. `dptrain train` is one program built on it.
+
+use crate::audit;
+use crate::checkpoint::{self, Checkpoint, checkpoint_path};
+use crate::event::Event;
+use crate::folder::keys::RunKeys;
+use crate::folder::lock::RunLock;
+use crate::folder::{self, METRICS_FILE};
+use crate::options::RunOptions;
+use crate::report::RunReport;
+use crate::run_folder::RunFolder;
+use crate::session::Session;
+use crate::step_loop::{Position, StepLoop};
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+use dp_engine::backend::SelectedDevice;
+use dp_engine::dp_optimizer::DpOptimizer;
+use dp_engine::error::{EngineError, Result};
+use dp_engine::grad_sample::params::ParamTable;
+use dp_engine::lr_schedule::LrSchedule;
+use dp_engine::privacy_config::PrivacyConfig;
+use dp_engine::privacy_engine::PrivacyEngine;
+use dp_engine::step::batching::Batching;
+use dp_engine::step::lot::LotSource;
+use serde::Serialize;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A DP training run in a folder (see the crate's documentation for an example).
+pub struct Run<'a, M> {
+    session: Session<'a, M>,
+    batch_size: usize,
+    settings: String,
+    observe: Box<dyn FnMut(&Event) + 'a>,
+}
+
+/// Where a session starts: the folder's lock, the digest of the config.toml its checkpoints
+/// name, the run's start time, and the model and optimiser at the step it starts from.
+pub(crate) struct Begun<M> {
+    pub(crate) lock: RunLock,
+    pub(crate) config_digest: String,
+    pub(crate) started: u64,
+    pub(crate) at: Position<M>,
+    pub(crate) dp: DpOptimizer<M>,
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// How far the clock of a machine resuming a run may disagree with the one that started it.
+const CLOCK_SLACK: u64 = 86_400;
+
+impl<'a, M: Module> Run<'a, M> {
+    /// The run of `privacy` in `folder` at a constant `learning_rate`, whose model is scored by
+    /// `evaluate` (its accuracy on a held-out set) at every epoch and at the end.
+    pub fn new(
+        folder: RunFolder,
+        privacy: PrivacyConfig,
+        learning_rate: f64,
+        evaluate: impl Fn(&M) -> Result<f64> + 'a,
+    ) -> Self {
+        let session = Session {
+            folder,
+            privacy,
+            learning_rate: (learning_rate, LrSchedule::Constant),
+            evaluate: Box::new(evaluate),
+            options: RunOptions::default(),
+            names: ("model".into(), "test".into()),
+        };
+        Self { session, batch_size: 256, settings: String::new(), observe: Box::new(|_| {}) }
+    }
+
+    /// The learning rate's schedule over the planned steps.
+    pub fn with_schedule(mut self, schedule: LrSchedule) -> Self {
+        self.session.learning_rate.1 = schedule;
+        self
+    }
+
+    /// Examples per physical batch: bounds memory, does not change the result.
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size;
+        self
+    }
+
+    /// The session's options (where it stops, checkpoints, averaging, audit, interruption).
+    pub fn with_options(mut self, options: RunOptions) -> Self {
+        self.session.options = options;
+        self
+    }
+
+    /// The program's own settings, written to a fresh run's config.toml (without any seed: the
+    /// key file keeps it), which its checkpoints are bound to; [`RunFolder::settings`] reads
+    /// them back on resume.
+    pub fn with_settings(mut self, settings: &impl Serialize) -> Result<Self> {
+        self.settings = toml::to_string(settings)
+            .map_err(|e| EngineError::invalid("settings", format!("not expressible in TOML: {e}")))?;
+        Ok(self)
+    }
+
+    /// The model's name and that of the set it is evaluated on, for the report.
+    pub fn describe(mut self, model: impl Into<String>, evaluated_on: impl Into<String>) -> Self {
+        self.session.names = (model.into(), evaluated_on.into());
+        self
+    }
+
+    /// Tells `observe` of the run's start, each step, the metrics logged and each evaluation.
+    pub fn observe(mut self, observe: impl FnMut(&Event) + 'a) -> Self {
+        self.observe = Box::new(observe);
+        self
+    }
+
+    /// Trains `model` with `optimizer` (fresh ones of the run's kind on resume, into which the
+    /// checkpoint is loaded) on lots of `source` until the plan, the options or an interruption
+    /// end the session, and reports it (report.json). A completed run's key file is removed
+    /// unless the options keep it.
+    pub fn train(
+        mut self,
+        model: M,
+        optimizer: ModuleOptimizer,
+        source: &dyn LotSource<M>,
+        device: &Device,
+    ) -> Result<RunReport> {
+        self.session.options.check(self.session.folder.is_resumed())?;
+        self.session.privacy.settings.seed = self.seed()?;
+        let engine = PrivacyEngine::new(self.session.privacy.clone())
+            .with_batch_size(self.batch_size)
+            .with_keys(self.session.folder.streams().clone());
+        let begun = match self.session.folder.resumed.take() {
+            Some((_, digest)) => self.resumed(engine, digest, (model, optimizer), source, device)?,
+            None => self.fresh(engine, (model, optimizer), source, device)?,
+        };
+        let table = ParamTable::of(&begun.at.model)?;
+        let selected = SelectedDevice::of(device);
+        let mut observe = std::mem::replace(&mut self.observe, Box::new(|_| {}));
+        observe(&Event::started(&begun.dp, &selected, &table, source.len(), begun.at.step));
+        let Begun { lock, config_digest, started, at, mut dp } = begun;
+        let steps = StepLoop { session: &self.session, lock: &lock, config_digest, started, source, device: &selected };
+        let ended = steps.run(&mut dp, at, &mut *observe)?;
+        let report = steps.finish(&dp, &ended)?;
+        if report.completed && !self.session.options.keep_key {
+            RunKeys::remove(&self.session.folder.dir)?;
+        }
+        Ok(report)
+    }
+
+    /// The run's seed: the folder's keys', which a seed in the privacy configuration must equal.
+    fn seed(&self) -> Result<Option<u64>> {
+        match self.session.privacy.settings.seed {
+            Some(seed) if Some(seed) != self.session.folder.seed() => Err(EngineError::invalid(
+                "seed",
+                "--resume takes the run's own seed (from its key file): drop --seed or give the run's",
+            )),
+            _ => Ok(self.session.folder.seed()),
+        }
+    }
+
+    /// A fresh run set up by the library's dry run, with its averaging and canaries (placed
+    /// before anything is written); then the folder is locked and started.
+    fn fresh(
+        &mut self,
+        engine: PrivacyEngine,
+        (model, optimizer): (M, ModuleOptimizer),
+        source: &dyn LotSource<M>,
+        device: &Device,
+    ) -> Result<Begun<M>> {
+        let mut dp = engine.make_private(&model, optimizer, source, device)?;
+        if let Some(decay) = self.session.options.average {
+            dp.set_parameter_averaging(decay)?;
+        }
+        if let Some(request) = self.session.options.audit {
+            let batching = Batching::for_device(self.batch_size, &SelectedDevice::of(device));
+            let canaries =
+                audit::place(request.canaries, (&self.session.privacy, dp.plan()), &model, source, (batching, device))?;
+            dp.set_hook(Box::new(canaries))?;
+        }
+        let dir = &self.session.folder.dir;
+        let lock = RunLock::acquire(dir)?;
+        let digest = folder::start(
+            dir,
+            &self.settings,
+            dp.noise_multiplier(),
+            self.session.options.overwrite,
+            &self.session.folder.keys,
+        )?;
+        let at = Position { model: model.train(), step: 0, seconds: 0.0, interrupted: false };
+        Ok(Begun { lock, config_digest: digest, started: unix_now(), at, dp })
+    }
+
+    /// The run continued from its checkpoint (sealed under the key file's MAC key, bound to the
+    /// config.toml of `digest`, its clock checked here and everything the privacy claim depends
+    /// on by the library); metrics logged after it are dropped (they are taken again).
+    fn resumed(
+        &mut self,
+        engine: PrivacyEngine,
+        digest: String,
+        (model, optimizer): (M, ModuleOptimizer),
+        source: &dyn LotSource<M>,
+        device: &Device,
+    ) -> Result<Begun<M>> {
+        let dir = self.session.folder.dir.clone();
+        let path = checkpoint_path(&dir);
+        let ckpt = self.checkpoint(&digest, model.num_params())?;
+        check_clock(&ckpt.header, &path)?;
+        let refuse = |e: EngineError| EngineError::Checkpoint { path: path.clone(), reason: e.to_string() };
+        let (model, dp) = engine.resume((model, optimizer), source, device, ckpt.state).map_err(refuse)?;
+        let lock =
+            self.session.folder.lock.take().ok_or_else(|| EngineError::invalid("run folder", "is not locked"))?;
+        let step = dp.steps_taken();
+        folder::keep_metrics_until(&dir.join(METRICS_FILE), step)?;
+        let at = Position { model, step, seconds: ckpt.header.seconds, interrupted: false };
+        Ok(Begun { lock, config_digest: ckpt.header.config_digest, started: ckpt.header.started, at, dp })
+    }
+
+    /// The run's checkpoint, no larger than a model of `params` parameters can make it, its MAC
+    /// checked under the key file's key, refused unless it belongs to the config.toml of
+    /// `digest` (the configuration decides every other check) and agrees with the key file on
+    /// the seed.
+    fn checkpoint(&self, digest: &str, params: usize) -> Result<Checkpoint> {
+        let path = checkpoint_path(&self.session.folder.dir);
+        let ckpt = Checkpoint::load(&path, self.session.folder.keys.mac(), checkpoint::size_bound(params))?;
+        let refuse = |reason: &str| EngineError::Checkpoint { path: path.clone(), reason: reason.into() };
+        if digest != ckpt.header.config_digest {
+            return Err(refuse("the run folder's config.toml is not the one this checkpoint belongs to"));
+        }
+        if ckpt.header.seeded != self.session.folder.seed().is_some() {
+            return Err(refuse("it says the run is seeded where the key file does not, or the reverse"));
+        }
+        Ok(ckpt)
+    }
+}
+
+/// The run folder's own check of a checkpoint before the library resumes it: the training
+/// seconds against the clock (everything the privacy claim depends on is checked by
+/// `PrivacyEngine::resume`).
+fn check_clock(h: &checkpoint::Header, path: &std::path::Path) -> Result<()> {
+    let now = unix_now();
+    let elapsed = now.saturating_sub(h.started) + CLOCK_SLACK;
+    if !(h.seconds.is_finite() && h.seconds >= 0.0 && h.seconds <= elapsed as f64) || h.started > now + CLOCK_SLACK {
+        return Err(EngineError::Checkpoint {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{} training seconds for a run started at Unix time {}, {} s ago",
+                h.seconds,
+                h.started,
+                now.saturating_sub(h.started)
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! A run folder opened by a program: fresh (its keys drawn, its lock taken when the run
+//! starts writing) or resumed (its lock taken at once, its key file and config.toml read
+//! while it is held).
+
+use crate::folder::keys::RunKeys;
+use crate::folder::lock::RunLock;
+use crate::folder::{self, parse_config};
+use dp_data::safe_files::file_error;
+use dp_engine::dp_checkpoint::StreamKeys;
+use dp_engine::error::{EngineError, Result};
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+
+/// The run of a folder, fresh or resumed, before it trains ([`crate::Run`]).
+#[derive(Debug)]
+pub struct RunFolder {
+    pub(crate) dir: PathBuf,
+    pub(crate) keys: RunKeys,
+    pub(crate) lock: Option<RunLock>,
+    /// A resumed run's config.toml: its text and digest.
+    pub(crate) resumed: Option<(String, String)>,
+}
+
+impl RunFolder {
+    /// A fresh run in `dir` with keys drawn for it (from `seed` for a reproducible run, else
+    /// from the OS). Nothing is written, and the folder is not locked, before the run starts.
+    pub fn fresh(dir: impl AsRef<Path>, seed: Option<u64>) -> Result<Self> {
+        let dir = named(dir.as_ref())?;
+        Ok(Self { dir, keys: RunKeys::generate(seed), lock: None, resumed: None })
+    }
+
+    /// The run in `dir`, to continue from its checkpoint: the folder is locked from here to the
+    /// run's end, and its key file and config.toml are read (the seed of a seeded run is the
+    /// key file's).
+    pub fn resume(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = named(dir.as_ref())?;
+        if !dir.is_dir() {
+            return Err(file_error(&dir, "holds no run to resume (no such folder)").into());
+        }
+        let lock = RunLock::acquire(&dir)?;
+        let keys = folder::read_keys(&dir)?;
+        let config = folder::read_config(&dir)?;
+        Ok(Self { dir, keys, lock: Some(lock), resumed: Some(config) })
+    }
+
+    /// The run's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The seed of a reproducible run.
+    pub fn seed(&self) -> Option<u64> {
+        self.keys.seed
+    }
+
+    /// The keys of the run's lot sampler and noise streams (a program drawing its own
+    /// randomness per lot, as augmented views do, draws it from the sampler's).
+    pub fn streams(&self) -> &StreamKeys {
+        self.keys.streams()
+    }
+
+    /// True when the run continues from its checkpoint.
+    pub fn is_resumed(&self) -> bool {
+        self.resumed.is_some()
+    }
+
+    /// The settings a resumed run was started with (its config.toml, as the program gave them
+    /// to [`crate::Run::with_settings`]); None for a fresh run.
+    pub fn settings<C: DeserializeOwned>(&self) -> Result<Option<C>> {
+        self.resumed.as_ref().map(|(text, _)| parse_config(&self.dir, text)).transpose()
+    }
+}
+
+/// `dir`, refused when empty.
+fn named(dir: &Path) -> Result<PathBuf> {
+    if dir.as_os_str().is_empty() {
+        return Err(EngineError::invalid("out dir", "is empty: name the run's folder"));
+    }
+    Ok(dir.to_path_buf())
+}

@@ -1,0 +1,23 @@
+//! What a run's steps read: its folder, privacy configuration, learning rate, evaluation,
+//! options and the names its report gives (the part of a [`crate::Run`] its step loop sees).
+
+use crate::options::RunOptions;
+use crate::run_folder::RunFolder;
+use dp_engine::error::Result;
+use dp_engine::lr_schedule::LrSchedule;
+use dp_engine::privacy_config::PrivacyConfig;
+
+/// How a run evaluates a model: its accuracy on a held-out set.
+pub type Evaluate<'a, M> = Box<dyn Fn(&M) -> Result<f64> + 'a>;
+
+/// What a run's steps read.
+pub(crate) struct Session<'a, M> {
+    pub(crate) folder: RunFolder,
+    pub(crate) privacy: PrivacyConfig,
+    /// The base rate and its schedule.
+    pub(crate) learning_rate: (f64, LrSchedule),
+    pub(crate) evaluate: Evaluate<'a, M>,
+    pub(crate) options: RunOptions,
+    /// The model's name and that of the set it is evaluated on.
+    pub(crate) names: (String, String),
+}
