@@ -85,9 +85,6 @@ impl ImageClassifier for ResNet {
 }
 
 fn main() -> anyhow::Result<()> {
-    // A training loop reuses the memory it frees (half this example's time otherwise).
-    // SAFETY: first thing in main, before any thread starts.
-    unsafe { dp_engine::host_memory::keep_freed_memory() };
     let device = DeviceChoice::Auto.open()?;
     let fashion = DatasetName::FashionMnist;
     let dir = fashion.default_dir().context("Fashion-MNIST has a standard location")?;

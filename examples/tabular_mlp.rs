@@ -80,9 +80,6 @@ impl Batcher<Row, (Tensor<2>, Vec<usize>)> for Rows {
 }
 
 fn main() -> anyhow::Result<()> {
-    // A training loop reuses the memory it frees (half this example's time otherwise).
-    // SAFETY: first thing in main, before any thread starts.
-    unsafe { dp_engine::host_memory::keep_freed_memory() };
     let path = std::env::args().nth(1).map_or_else(|| PathBuf::from("data/tabular/breast_cancer.csv"), PathBuf::from);
     let table = load_csv(&path, &CsvOptions::default())
         .with_context(|| format!("{} (run scripts/tabular-data.sh first)", path.display()))?;

@@ -24,7 +24,5 @@ fn main() -> std::process::ExitCode {
         // SAFETY: no other thread exists yet to read the environment concurrently.
         unsafe { std::env::set_var("BURN_DEVICE", "flex") }
     }
-    // SAFETY: no thread has started yet.
-    unsafe { dp_engine::host_memory::keep_freed_memory() };
     cli::run()
 }
