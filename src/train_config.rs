@@ -206,8 +206,7 @@ impl TrainConfig {
                 "this mechanism needs --noise-multiplier or --target-epsilon (or --mechanism none)",
             ));
         }
-        privacy.validate()?;
-        privacy.mechanism.accepts_optimizer(self.optimizer(privacy))
+        privacy.validate()
     }
 
     /// The update rule used: the one given, or the mechanism's default.

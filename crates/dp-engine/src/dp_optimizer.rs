@@ -9,6 +9,7 @@ use crate::backend::SelectedDevice;
 use crate::dp_checkpoint::{DpCheckpoint, StreamKeys};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
+use crate::optimizer::update_rule;
 use crate::parameter_average::ParameterAverage;
 use crate::plan::Plan;
 use crate::privacy_config::PrivacyConfig;
@@ -58,6 +59,7 @@ impl<M: Module> DpOptimizer<M> {
         batch_size: usize,
         device: &SelectedDevice,
     ) -> Result<Self> {
+        config.mechanism.accepts_update(update_rule(&optimizer, &device.device)?)?;
         let batching = Batching::for_device(batch_size, device);
         let step = step::for_run(&config, plan.z, table, batching, start.state)?;
         let notes = crate::plan::notes(&config);

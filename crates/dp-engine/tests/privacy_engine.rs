@@ -223,6 +223,29 @@ impl Accountant for Mine {
     }
 }
 
+/// A mechanism defined with one optimiser family refuses the other, however the optimiser was
+/// built (burn-optim's configs or dp-engine's `optimizer`), and accepts its own.
+#[test]
+fn ls_adam_refuses_sgd_and_ls_sgd_refuses_adam() {
+    let device = backend::cpu();
+    let data = Squares::new(200);
+    let model = regressor(&device);
+    let run = |mechanism: LaplacianSmoothed, optimizer: burn::optim::ModuleOptimizer| {
+        let privacy = PrivacyConfig::new(mechanism).with_noise_multiplier(1.0).with_lot_size(20).with_epochs(1.0);
+        PrivacyEngine::new(privacy).make_private(&model, optimizer, &data, &device.device).map(|_| ())
+    };
+    let adam = || LaplacianSmoothed::adam(1.0).expect("a smoothing");
+    let sgd = || LaplacianSmoothed::sgd(1.0).expect("a smoothing");
+    let err = run(adam(), SgdConfig::new().init()).expect_err("ls-adam with SGD").to_string();
+    assert!(err.contains("ls-adam is DP-LSAdam") && err.lines().count() == 1, "{err}");
+    let momentum = dp_engine::optimizer::optimizer(dp_engine::optimizer::OptimizerName::Sgd, 0.9, 1e-4);
+    assert!(run(adam(), momentum).is_err(), "SGD with momentum and weight decay is still SGD");
+    let err = run(sgd(), AdamConfig::new().init()).expect_err("ls-sgd with Adam").to_string();
+    assert!(err.contains("ls-sgd is DP-LSSGD"), "{err}");
+    run(adam(), AdamConfig::new().init()).expect("ls-adam with Adam");
+    run(sgd(), SgdConfig::new().init()).expect("ls-sgd with SGD");
+}
+
 #[test]
 fn a_users_own_accountant_reports_calibrates_and_certifies_only_what_it_supports() {
     let device = backend::cpu();

@@ -6,7 +6,7 @@ use super::registered::{Registered, typed_options};
 use super::{Mechanism, MechanismName};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
-use crate::optimizer::OptimizerName;
+use crate::optimizer::{OptimizerName, UpdateRule};
 use crate::smoothing::{Smoothing, SmoothingScope};
 use burn::tensor::Tensor;
 use dp_kernels::LaplacianSmoothing;
@@ -89,12 +89,12 @@ impl Mechanism for LaplacianSmoothed {
         self.optimizer
     }
 
-    fn accepts_optimizer(&self, optimizer: OptimizerName) -> Result<()> {
-        match (self.optimizer, optimizer) {
-            (OptimizerName::Adam, OptimizerName::Sgd) => {
+    fn accepts_update(&self, rule: UpdateRule) -> Result<()> {
+        match (self.optimizer.rule(), rule) {
+            (UpdateRule::Adaptive, UpdateRule::Plain) => {
                 Err(EngineError::invalid("optimizer", "ls-adam is DP-LSAdam; use --mechanism ls-sgd for SGD"))
             }
-            (OptimizerName::Sgd, OptimizerName::Adam | OptimizerName::Adamw) => {
+            (UpdateRule::Plain, UpdateRule::Adaptive) => {
                 Err(EngineError::invalid("optimizer", "ls-sgd is DP-LSSGD; use --mechanism ls-adam for Adam"))
             }
             _ => Ok(()),

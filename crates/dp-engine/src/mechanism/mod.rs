@@ -23,7 +23,7 @@ use crate::allocation::{NoiseAllocation, Uniform};
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
-use crate::optimizer::OptimizerName;
+use crate::optimizer::{OptimizerName, UpdateRule};
 use crate::privacy::{accounted, given_or_calibrated};
 use crate::privacy_settings::PrivacySettings;
 use burn::tensor::Tensor;
@@ -65,8 +65,9 @@ pub trait Mechanism: Send + Sync {
         OptimizerName::Sgd
     }
 
-    /// Refuses an update rule the mechanism is not (ls-adam is DP-LSAdam: not SGD).
-    fn accepts_optimizer(&self, _optimizer: OptimizerName) -> Result<()> {
+    /// Refuses an optimiser of a family the mechanism is not defined with (ls-adam is DP-LSAdam:
+    /// not SGD); `make_private` and `resume` ask it of the optimiser given them.
+    fn accepts_update(&self, _rule: UpdateRule) -> Result<()> {
         Ok(())
     }
 
