@@ -13,12 +13,8 @@ use burn::optim::momentum::MomentumConfig;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 use dp_data::{DatasetName, Split};
-use dp_engine::DeviceChoice;
-use dp_engine::classifier::{CrossEntropyLots, ImageClassifier, evaluate};
-use dp_engine::mechanism::gaussian::Gaussian;
-use dp_engine::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
-use dp_engine::privacy_config::PrivacyConfig;
-use dp_engine::privacy_engine::PrivacyEngine;
+use dp_engine::classifier::evaluate;
+use dp_engine::prelude::*;
 use std::time::Instant;
 
 /// conv -> GroupNorm -> ReLU -> conv -> GroupNorm, added to its input, then ReLU.

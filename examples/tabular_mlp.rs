@@ -16,14 +16,7 @@ use burn::optim::AdamConfig;
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
 use dp_data::tabular::{CsvOptions, TabularData, load_csv};
-use dp_engine::DeviceChoice;
-use dp_engine::loss::{correct, cross_entropy, one_hot};
-use dp_engine::mechanism::gaussian::Gaussian;
-use dp_engine::nn::{DpLayerNorm, DpLayerNormConfig, DpLinear, DpLinearConfig};
-use dp_engine::privacy_config::PrivacyConfig;
-use dp_engine::privacy_engine::PrivacyEngine;
-use dp_engine::step::dataset_lots::DatasetLots;
-use dp_engine::step::lot::{ExampleLosses, evaluate};
+use dp_engine::prelude::*;
 use std::path::PathBuf;
 
 /// Hidden units: few, because under DP every parameter adds noise.

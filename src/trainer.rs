@@ -12,15 +12,12 @@ use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use dp_data::{ChaChaState, CropFlip, DatasetName, ImageDataset, SecretKey, Split};
 use dp_engine::augmented_lots::AugmentedLots;
-use dp_engine::backend::SelectedDevice;
 use dp_engine::canaries::AuditRequest;
-use dp_engine::classifier::{CrossEntropyLots, evaluate};
-use dp_engine::error::{EngineError, Result};
+use dp_engine::classifier::evaluate;
 use dp_engine::optimizer::optimizer;
 use dp_engine::scatter_net::ScatterNet;
 use dp_engine::step::batching::Batching;
-use dp_engine::step::lot::LotSource;
-use dp_run::{Event, Run, RunFolder, RunOptions, RunReport};
+use dp_run::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 

@@ -7,7 +7,7 @@ use burn::tensor::Tensor;
 use dp_engine::activation::Activation;
 use dp_engine::classifier::ImageClassifier;
 use dp_engine::nn::{DpConv2d, DpLinear};
-use dp_engine::pool::MaxPool;
+use dp_engine::ops::pool::MaxPool;
 
 /// Convolutions, then dense layers.
 #[derive(Module, Debug)]

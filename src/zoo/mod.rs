@@ -38,7 +38,7 @@ use dp_engine::activation::Activation;
 use dp_engine::error::{EngineError, Result};
 use dp_engine::init::seeded;
 use dp_engine::nn::{DpConv2dConfig, DpLinearConfig};
-use dp_engine::pool::MaxPool;
+use dp_engine::ops::pool::MaxPool;
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;

@@ -1,7 +1,7 @@
 //! Element-wise activations. Tanh is the "tempered sigmoid" that Papernot et al. (2021) found
 //! better than ReLU under DP-SGD: bounded activations keep gradient norms, and so clipping, tame.
 
-use crate::tanh::tanh;
+use crate::ops::tanh::tanh;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,8 @@
 //! The DP training library on Burn: DP layers as Burn modules whose per-example gradients come
 //! from one backward pass (`nn`, `grad_sample`), what determines privacy (`privacy_config`) and
-//! the mechanisms (`mechanism`), one DP step that owns the ledger (`step`), and what a Burn user
-//! adopts: `privacy_engine::PrivacyEngine`, `dp_optimizer::DpOptimizer` and `dp_checkpoint`. The
+//! the mechanisms (`mechanism`), one DP step that owns the ledger (`step`), the backend
+//! extensions the layers run on (`ops`), and what a Burn user adopts, all in `prelude`:
+//! `PrivacyConfig`, `PrivacyEngine`, `DpOptimizer`, the DP layers, lot sources, checkpoints. The
 //! dp-run crate (a run kept in a folder) and the `dptrain` app are built on this API alone.
 //!
 //! Per-example gradient norms of a batch of an ordinary Burn module built from DP layers:
@@ -31,14 +32,11 @@ pub mod allocation;
 pub mod augmented_lots;
 pub mod canaries;
 pub mod classifier;
-pub mod conv;
 pub mod dp_checkpoint;
 pub mod dp_optimizer;
 pub mod error;
-mod flex_host;
 pub mod grad_sample;
 mod host_buffers;
-mod host_gemm;
 pub mod host_memory;
 pub mod init;
 pub mod loss;
@@ -46,12 +44,12 @@ pub mod lr_schedule;
 pub mod machine;
 pub mod mechanism;
 pub mod nn;
-pub mod normalize;
+pub mod ops;
 pub mod optimizer;
 pub mod parameter_average;
 pub mod phases;
 pub mod plan;
-pub mod pool;
+pub mod prelude;
 pub mod privacy;
 pub mod privacy_config;
 pub mod privacy_engine;
@@ -60,8 +58,7 @@ pub mod scatter_net;
 pub mod selftest;
 pub mod smoothing;
 pub mod step;
-pub mod stream_key_file;
-pub mod tanh;
+mod stream_key_file;
 
 // The device, clipping, noise and tensor helpers live in dp-kernels, which DP-ERM shares.
 pub use dp_kernels::{backend, clipping, noise, tensor_io};

@@ -13,11 +13,8 @@ use burn::module::Module;
 use burn::optim::SgdConfig;
 use burn::tensor::Tensor;
 use dp_data::{ChaChaState, ImageDataset};
-use dp_engine::classifier::{CrossEntropyLots, ImageClassifier, evaluate};
-use dp_engine::mechanism::gaussian::Gaussian;
-use dp_engine::nn::{DpLinear, DpLinearConfig};
-use dp_engine::privacy_config::PrivacyConfig;
-use dp_run::{Event, Run, RunFolder, RunOptions, RunReport};
+use dp_engine::classifier::evaluate;
+use dp_run::prelude::*;
 use std::path::Path;
 
 /// A logistic regression over the 16 pixels.
@@ -34,7 +31,7 @@ impl ImageClassifier for LogReg {
 
 /// `n` examples of two classes whose pixels lean one way or the other (a fixed pseudo-random
 /// pattern: the same table in every process).
-pub fn table(n: usize, offset: usize) -> dp_engine::Result<ImageDataset> {
+pub fn table(n: usize, offset: usize) -> Result<ImageDataset> {
     let labels: Vec<u8> = (0..n).map(|i| u8::from((i + offset).is_multiple_of(3))).collect();
     let wobble = |i: usize, p: usize| (((i + offset) * 16 + p) as f32 * 0.618).sin();
     let pixels = (0..n * 16).map(|k| wobble(k / 16, k % 16) + if labels[k / 16] == 1 { 0.4 } else { -0.4 });
@@ -43,12 +40,7 @@ pub fn table(n: usize, offset: usize) -> dp_engine::Result<ImageDataset> {
 
 /// Trains (or, with `resume`, continues) the seeded run in `dir`, telling `observe` of each
 /// event; `options` say where it stops and what interrupts it.
-pub fn train(
-    dir: &Path,
-    resume: bool,
-    options: RunOptions,
-    observe: impl FnMut(&Event),
-) -> dp_engine::Result<RunReport> {
+pub fn train(dir: &Path, resume: bool, options: RunOptions, observe: impl FnMut(&Event)) -> Result<RunReport> {
     let device = dp_engine::backend::cpu().device;
     let (train, test) = (table(2000, 0)?, table(500, 2000)?);
     // Seeded initial weights: a resumed process builds the same model a killed one did.
@@ -67,7 +59,7 @@ pub fn train(
         .train(model, SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let dir = args.next().ok_or("usage: resumable_run RUN_DIR [--resume]")?;
     let resume = args.next().as_deref() == Some("--resume");

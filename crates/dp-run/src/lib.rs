@@ -39,6 +39,13 @@ mod run_folder;
 mod session;
 mod step_loop;
 
+/// What a program keeping its DP run in a folder needs, in one import: dp-engine's prelude and
+/// the run's types.
+pub mod prelude {
+    pub use crate::{Event, Run, RunFolder, RunOptions, RunReport};
+    pub use dp_engine::prelude::*;
+}
+
 pub use event::Event;
 pub use options::RunOptions;
 pub use report::RunReport;

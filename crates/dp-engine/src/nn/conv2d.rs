@@ -4,11 +4,11 @@
 //! unfolded input patches (the im2col kernel, outside autodiff) are kept for the per-example
 //! gradients (`grad_sample::affine`: ghost norm or materialised, whichever is cheaper).
 
-use crate::conv::conv2d;
 use crate::error::EngineError;
 use crate::grad_sample::affine::{AffineGrads, WeightLayout};
 use crate::grad_sample::layer_input::LayerInput;
 use crate::grad_sample::tape::{Finish, observe};
+use crate::ops::conv::conv2d;
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
 use burn::tensor::ops::ConvOptions;

@@ -5,7 +5,7 @@
 use crate::error::EngineError;
 use crate::grad_sample::scale_shift::ScaleShiftGrads;
 use crate::grad_sample::tape::{Finish, observe};
-use crate::normalize::normalize_rows;
+use crate::ops::normalize::normalize_rows;
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor};

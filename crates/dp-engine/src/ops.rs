@@ -1,0 +1,12 @@
+//! Burn backend extensions: operations whose forward or backward passes dp-engine writes itself
+//! on Burn's flex CPU backend (one GEMM per example for a convolution's gradients, a single
+//! pass for max pooling, GroupNorm / LayerNorm's normalisation and tanh), each keeping Burn's own
+//! operations on every other backend. The DP layers (`crate::nn`) and the zoo's models call
+//! them; a user's model reaches them through those layers, or calls them as any Burn operation.
+
+pub mod conv;
+pub(crate) mod flex_host;
+pub(crate) mod host_gemm;
+pub mod normalize;
+pub mod pool;
+pub mod tanh;
