@@ -361,7 +361,7 @@ pub fn restore<M: Module>(
     }
     check_ledger(&h.ledger, config, plan)?;
     let sampler = LotSampler::replayed(sampling(config, plan), plan.n, keys.sampler_stream(), h.step)
-        .map_err(|e| refuse(e.to_string()))?;
+        .map_err(EngineError::ResumeSampler)?;
     if sampler.position() != h.sampler {
         return Err(refuse(format!(
             "its sampler ({:?}) is not where {} steps leave the run's ({:?})",

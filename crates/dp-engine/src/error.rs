@@ -56,6 +56,19 @@ pub enum EngineError {
     /// A checkpoint does not fit the run it would continue (the check that failed).
     #[error("cannot resume: {0}")]
     Resume(String),
+    /// A checkpoint's sampler could not be replayed from the run's key (its error kept).
+    #[error("cannot resume: {0}")]
+    ResumeSampler(#[source] dp_data::DataError),
+    /// A checkpoint could not be written, or was refused, for an engine error (kept as the
+    /// source).
+    #[error("checkpoint {path}: {source}")]
+    CheckpointRefused {
+        /// The checkpoint file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: Box<EngineError>,
+    },
     /// A checkpoint could not be written or read.
     #[error("checkpoint {path}: {reason}")]
     Checkpoint {
@@ -70,6 +83,11 @@ pub enum EngineError {
 pub type Result<T> = std::result::Result<T, EngineError>;
 
 impl EngineError {
+    /// This error, as the reason the checkpoint `path` could not be written or was refused.
+    pub fn of_checkpoint(self, path: &std::path::Path) -> Self {
+        EngineError::CheckpointRefused { path: path.to_path_buf(), source: Box::new(self) }
+    }
+
     /// An invalid-parameter error.
     pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
         EngineError::InvalidParameter { name, reason: reason.into() }

@@ -130,7 +130,7 @@ impl Checkpoint {
         };
         let (header, rest) = rest.split_at(header_end);
         let header: Header = serde_json::from_slice(header).map_err(|e| err(path, format!("corrupt header: {e}")))?;
-        let state = DpCheckpoint::from_bytes(rest).map_err(|e| err(path, e))?;
+        let state = DpCheckpoint::from_bytes(rest).map_err(|e| e.of_checkpoint(path))?;
         if sha256_hex(&state.model) != header.model_digest {
             return Err(err(path, "the model record does not match its digest"));
         }

@@ -206,8 +206,8 @@ impl<'a, M: Module> Run<'a, M> {
         let path = checkpoint_path(&dir);
         let ckpt = self.checkpoint(&digest, model.num_params())?;
         check_clock(&ckpt.header, &path)?;
-        let refuse = |e: EngineError| EngineError::Checkpoint { path: path.clone(), reason: e.to_string() };
-        let (model, dp) = engine.resume((model, optimizer), source, device, ckpt.state).map_err(refuse)?;
+        let (model, dp) =
+            engine.resume((model, optimizer), source, device, ckpt.state).map_err(|e| e.of_checkpoint(&path))?;
         let lock =
             self.session.folder.lock.take().ok_or_else(|| EngineError::invalid("run folder", "is not locked"))?;
         let step = dp.steps_taken();

@@ -94,8 +94,7 @@ impl<M: Module> StepLoop<'_, '_, M> {
     /// with the run's MAC key.
     fn save(&self, seconds: f64, model: &M, dp: &DpOptimizer<M>) -> Result<()> {
         let path = checkpoint_path(&self.session.folder.dir);
-        let state =
-            dp.checkpoint(model).map_err(|e| EngineError::Checkpoint { path: path.clone(), reason: e.to_string() })?;
+        let state = dp.checkpoint(model).map_err(|e| e.of_checkpoint(&path))?;
         let header = Header {
             config_digest: self.config_digest.clone(),
             seeded: self.session.folder.seed().is_some(),
