@@ -12,6 +12,7 @@ use crate::grad_sample::params::ParamTable;
 use crate::optimizer::update_rule;
 use crate::parameter_average::ParameterAverage;
 use crate::plan::Plan;
+use crate::privacy::beside_claim;
 use crate::privacy_config::PrivacyConfig;
 use crate::step::batching::Batching;
 use crate::step::hook::StepHook;
@@ -176,7 +177,8 @@ impl<M: Module> DpOptimizer<M> {
         &self.plan.privacy
     }
 
-    /// The mechanism's second readout of the whole planned run (optimized-paper only).
+    /// Beside a paper's claim, the accountant's readout of the whole planned run (optimized-paper
+    /// only).
     pub fn planned_second_readout(&self) -> Option<&PrivacyReport> {
         self.plan.second.as_ref()
     }
@@ -186,9 +188,10 @@ impl<M: Module> DpOptimizer<M> {
         self.config.mechanism.privacy(&self.config.settings, self.step.ledger(), self.plan.planned_steps)
     }
 
-    /// The mechanism's second readout (optimized-paper: the epsilon of its smallest sigma).
+    /// Beside a paper's claim, the accountant's readout of the steps so far (optimized-paper: the
+    /// epsilon of its smallest sigma, label none).
     pub fn second_readout(&self) -> Result<Option<PrivacyReport>> {
-        self.config.mechanism.second_readout(&self.config.settings, self.step.ledger())
+        beside_claim(&self.config.settings, self.step.ledger(), self.plan.privacy.guarantee)
     }
 
     /// The run's caveats (shuffled lots, a seeded run, the mechanism's own): print them.

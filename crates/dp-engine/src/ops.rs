@@ -3,10 +3,9 @@
 //! pass for max pooling, GroupNorm / LayerNorm's normalisation and tanh), each keeping Burn's own
 //! operations on every other backend. The DP layers (`crate::nn`) and the zoo's models call
 //! them; a user's model reaches them through those layers, or calls them as any Burn operation.
+//! (Their host helpers, `flex_host` and `host_gemm`, sit below both `ops` and `grad_sample`.)
 
 pub mod conv;
-pub(crate) mod flex_host;
-pub(crate) mod host_gemm;
 pub mod normalize;
 pub mod pool;
 pub mod tanh;

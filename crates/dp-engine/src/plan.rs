@@ -6,6 +6,7 @@
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
+use crate::privacy::beside_claim;
 use crate::privacy_config::PrivacyConfig;
 use dp_accounting::{LotSampling, PrivacyLedger, PrivacyReport};
 use dp_data::{ChaChaState, LotSampler, Sampling};
@@ -25,7 +26,7 @@ pub struct Plan {
     pub clipping: Clipping,
     /// The privacy of the whole planned run.
     pub privacy: PrivacyReport,
-    /// The mechanism's second readout of the planned run.
+    /// Beside a paper's claim, the accountant's readout of the planned run.
     pub second: Option<PrivacyReport>,
 }
 
@@ -53,7 +54,7 @@ pub fn plan(config: &PrivacyConfig, n: usize) -> Result<Plan> {
             privacy.epsilon
         )));
     }
-    let second = mechanism.second_readout(settings, &ledger)?;
+    let second = beside_claim(settings, &ledger, privacy.guarantee)?;
     Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(), privacy, second })
 }
 

@@ -6,7 +6,7 @@
 use crate::error::{EngineError, Result};
 use crate::privacy_settings::{AccountantChoice, AccountantName, NoiseLevel, PrivacySettings};
 use dp_accounting::{
-    Accountant, PrivacyLedger, PrivacyReport, PrvAccountant, RdpAccountant, calibrate_noise_multiplier,
+    Accountant, Guarantee, PrivacyLedger, PrivacyReport, PrvAccountant, RdpAccountant, calibrate_noise_multiplier,
 };
 use std::sync::Arc;
 
@@ -23,6 +23,21 @@ pub fn accountant(choice: &AccountantChoice) -> Arc<dyn Accountant> {
 /// of the ledger's events earns.
 pub fn accounted(config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<PrivacyReport> {
     Ok(accountant(&config.accountant).epsilon(ledger, config.delta)?)
+}
+
+/// Beside a report that is a paper's claim (`claimed`), the run's accountant's epsilon of the same
+/// ledger, labelled as the accountant supports its events (optimized-paper: the Gaussian releases
+/// at its smallest sigma, label none since w is unaccounted); None beside a report the accountant
+/// gave.
+pub fn beside_claim(
+    config: &PrivacySettings,
+    ledger: &PrivacyLedger,
+    claimed: Guarantee,
+) -> Result<Option<PrivacyReport>> {
+    if claimed != Guarantee::PaperBound {
+        return Ok(None);
+    }
+    accounted(config, ledger).map(Some)
 }
 
 /// The noise multiplier of a run: the one given, or the smallest that keeps `steps` steps at

@@ -114,11 +114,6 @@ pub trait Mechanism: Send + Sync {
         accounted(config, ledger)
     }
 
-    /// A second readout beside the reported epsilon, where the mechanism has one.
-    fn second_readout(&self, _config: &PrivacySettings, _ledger: &PrivacyLedger) -> Result<Option<PrivacyReport>> {
-        Ok(None)
-    }
-
     /// Caveats printed with every run of this mechanism.
     fn notes(&self) -> Vec<String> {
         Vec::new()

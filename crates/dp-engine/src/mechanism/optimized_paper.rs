@@ -13,7 +13,6 @@ use crate::allocation::{DataGradient, NoiseAllocation, StepNoise};
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
-use crate::privacy::accounted;
 use crate::privacy_settings::PrivacySettings;
 use crate::tensor_io::to_host;
 use burn::tensor::Tensor;
@@ -128,12 +127,6 @@ impl Mechanism for OptimizedPaper {
             )?;
         }
         Ok(BasicComposition.epsilon(&claim, config.delta)?)
-    }
-
-    /// The accountant's epsilon of the Gaussian releases at min sigma / alpha, labelled none by
-    /// the accountant because of w.
-    fn second_readout(&self, config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<Option<PrivacyReport>> {
-        accounted(config, ledger).map(Some)
     }
 
     fn notes(&self) -> Vec<String> {
