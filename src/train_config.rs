@@ -209,8 +209,10 @@ impl TrainConfig {
         privacy.validate()
     }
 
-    /// The update rule used: the one given, or the mechanism's default.
-    pub fn optimizer(&self, privacy: &PrivacyConfig) -> OptimizerName {
-        self.optimizer.unwrap_or(privacy.mechanism.default_optimizer())
+    /// The update rule used: the one given, else Adam for ls-adam (DP-LSAdam) and SGD for the
+    /// others (the library refuses a rule the mechanism is not defined with).
+    pub fn optimizer(&self) -> OptimizerName {
+        let default = if self.mechanism == MechanismName::LsAdam { OptimizerName::Adam } else { OptimizerName::Sgd };
+        self.optimizer.unwrap_or(default)
     }
 }

@@ -216,7 +216,7 @@ pub fn train(
         Some(lots) => lots,
         None => &plain,
     };
-    let optimizer = optimizer(config.optimizer(&privacy), config.momentum, config.weight_decay);
+    let optimizer = optimizer(config.optimizer(), config.momentum, config.weight_decay);
     Run::new(folder, privacy, config.learning_rate, |model: &ZooModel| evaluate(model, &test_data, dev))
         .with_schedule(config.lr_schedule)
         .with_batch_size(config.batch_size)

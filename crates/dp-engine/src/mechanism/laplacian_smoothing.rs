@@ -85,10 +85,6 @@ impl Mechanism for LaplacianSmoothed {
         }
     }
 
-    fn default_optimizer(&self) -> OptimizerName {
-        self.optimizer
-    }
-
     fn accepts_update(&self, rule: UpdateRule) -> Result<()> {
         match (self.optimizer.rule(), rule) {
             (UpdateRule::Adaptive, UpdateRule::Plain) => {

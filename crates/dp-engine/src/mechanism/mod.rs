@@ -23,7 +23,7 @@ use crate::allocation::{NoiseAllocation, Uniform};
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
-use crate::optimizer::{OptimizerName, UpdateRule};
+use crate::optimizer::UpdateRule;
 use crate::privacy::{accounted, given_or_calibrated};
 use crate::privacy_settings::PrivacySettings;
 use burn::tensor::Tensor;
@@ -58,11 +58,6 @@ pub trait Mechanism: Send + Sync {
     /// The clipping used when the run names none.
     fn default_clipping(&self) -> Clipping {
         Clipping::Flat
-    }
-
-    /// The update rule used when the run names none.
-    fn default_optimizer(&self) -> OptimizerName {
-        OptimizerName::Sgd
     }
 
     /// Refuses an optimiser of a family the mechanism is not defined with (ls-adam is DP-LSAdam:
