@@ -59,15 +59,30 @@ pub fn train(dir: &Path, resume: bool, options: RunOptions, observe: impl FnMut(
         .train(model, SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)
 }
 
-fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().ok_or("usage: resumable_run RUN_DIR [--resume]")?;
+    let Some(dir) = args.next() else {
+        eprintln!("usage: resumable_run RUN_DIR [--resume]");
+        return std::process::ExitCode::from(2);
+    };
     let resume = args.next().as_deref() == Some("--resume");
     let options = RunOptions { interrupt: Some(dp_run::interrupt::install()), ..RunOptions::default() };
-    let report = train(Path::new(&dir), resume, options, |_| {})?;
-    println!("accuracy {:.2}% at {} after {} steps", report.test_accuracy * 100.0, report.privacy, report.steps);
-    if report.interrupted {
-        println!("interrupted: continue with --resume");
+    match train(Path::new(&dir), resume, options, |_| {}) {
+        Ok(report) => {
+            println!(
+                "accuracy {:.2}% at {} after {} steps",
+                report.test_accuracy * 100.0,
+                report.privacy,
+                report.steps
+            );
+            if report.interrupted {
+                println!("interrupted: continue with --resume");
+            }
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
     }
-    Ok(())
 }
