@@ -6,6 +6,7 @@
 //! guarantee label of its epsilon follows from that.
 
 use crate::error::{AccountingError, Result};
+use crate::repeat_and_select::Repetitions;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 
@@ -81,6 +82,14 @@ pub enum DpEvent {
         /// The delta at which it holds.
         delta: f64,
     },
+    /// A search: a random number of candidates (`repetitions`), each the release `of` (a whole
+    /// training, with its score), of which only the best candidate is released.
+    RepeatAndSelect {
+        /// How the number of candidates is drawn.
+        repetitions: Repetitions,
+        /// One candidate.
+        of: Box<DpEvent>,
+    },
     /// A release whose (epsilon, delta) a published theorem proves for exactly this algorithm.
     Proven {
         /// The theorem.
@@ -146,6 +155,10 @@ impl DpEvent {
                 of.validate()
             }
             DpEvent::Composed { events } => events.iter().try_for_each(DpEvent::validate),
+            DpEvent::RepeatAndSelect { repetitions, of } => {
+                repetitions.validate()?;
+                of.validate()
+            }
             DpEvent::PaperBound { epsilon, delta, .. } | DpEvent::Proven { epsilon, delta, .. } => {
                 validate::epsilon(*epsilon)?;
                 validate::delta(*delta).map(drop)
@@ -187,7 +200,7 @@ impl DpEvent {
 
     /// A part as Gaussian steps: None for what the Gaussian accountants leave to the label
     /// (no privacy, or an unaccounted use).
-    fn as_gaussian(&self, steps: u64) -> Result<Option<GaussianSteps>> {
+    pub(crate) fn as_gaussian(&self, steps: u64) -> Result<Option<GaussianSteps>> {
         let (sample_rate, sampling, of) = match self {
             DpEvent::PoissonSampled { sample_rate, of } => (*sample_rate, LotSampling::Poisson, of.as_ref()),
             DpEvent::Shuffled { sample_rate, of } => (*sample_rate, LotSampling::Shuffled, of.as_ref()),
@@ -206,7 +219,11 @@ impl DpEvent {
 
     /// True when some part released data with no privacy at all.
     pub fn is_non_private(&self) -> bool {
-        self.parts().iter().any(|(_, p)| matches!(p, DpEvent::NonPrivate { .. }))
+        self.parts().iter().any(|(_, p)| match p {
+            DpEvent::NonPrivate { .. } => true,
+            DpEvent::RepeatAndSelect { of, .. } => of.is_non_private(),
+            _ => false,
+        })
     }
 
     /// The event's kind, as its serialized tag.
@@ -222,6 +239,7 @@ impl DpEvent {
             DpEvent::Unaccounted { .. } => "unaccounted",
             DpEvent::PaperBound { .. } => "paper-bound",
             DpEvent::Proven { .. } => "proven",
+            DpEvent::RepeatAndSelect { .. } => "repeat-and-select",
         }
     }
 }

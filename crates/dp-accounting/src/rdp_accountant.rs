@@ -5,6 +5,7 @@ use crate::error::{AccountingError, Result};
 use crate::event::DpEvent;
 use crate::ledger::PrivacyLedger;
 use crate::rdp::{Conversion, extended_orders, standard_orders, subsampled_gaussian_rdp};
+use crate::repeat_and_select::repeated_rdp;
 use crate::report::PrivacyReport;
 use crate::validate;
 use serde::{Deserialize, Serialize};
@@ -57,11 +58,31 @@ impl RdpAccountant {
 
     /// The RDP of the whole ledger at each order.
     pub fn rdp_curve(&self, ledger: &PrivacyLedger) -> Result<Vec<f64>> {
+        self.event_curve(&ledger.event())
+    }
+
+    /// The RDP of `event` at each order: its Gaussian releases (Poisson-sampled or not) and its
+    /// searches (`repeat_and_select`), composed; a part that releases no noise adds nothing (the
+    /// label says what it costs), one released without privacy makes it infinite.
+    fn event_curve(&self, event: &DpEvent) -> Result<Vec<f64>> {
         let mut curve = vec![0.0; self.orders.len()];
-        for g in ledger.grouped()? {
-            for (acc, &alpha) in curve.iter_mut().zip(&self.orders) {
-                let per_step = subsampled_gaussian_rdp(g.sample_rate, g.noise_multiplier, alpha)?;
-                *acc += per_step * g.steps as f64;
+        for (times, part) in event.parts() {
+            let one: Vec<f64> = match part {
+                DpEvent::RepeatAndSelect { repetitions, of } => {
+                    repeated_rdp(&self.orders, &self.event_curve(of)?, *repetitions)?
+                }
+                DpEvent::NonPrivate { .. } => vec![f64::INFINITY; self.orders.len()],
+                other => match other.as_gaussian(1)? {
+                    Some(g) => self
+                        .orders
+                        .iter()
+                        .map(|&alpha| subsampled_gaussian_rdp(g.sample_rate, g.noise_multiplier, alpha))
+                        .collect::<Result<_>>()?,
+                    None => continue,
+                },
+            };
+            for (acc, rdp) in curve.iter_mut().zip(one) {
+                *acc += rdp * times as f64;
             }
         }
         Ok(curve)
@@ -84,16 +105,21 @@ impl Accountant for RdpAccountant {
         "rdp"
     }
 
+    /// Poisson-sampled (or unsampled) Gaussian releases, and searches over candidates it
+    /// supports (Papernot & Steinke's theorems cover any candidate with an RDP curve).
     fn supports(&self, event: &DpEvent) -> bool {
-        poisson_gaussian_only(event)
+        event.parts().iter().all(|(_, part)| match part {
+            DpEvent::RepeatAndSelect { of, .. } => self.supports(of),
+            other => poisson_gaussian_only(other),
+        })
     }
 
     fn epsilon(&self, ledger: &PrivacyLedger, delta: f64) -> Result<PrivacyReport> {
         let delta = validate::delta(delta)?;
-        if ledger.grouped()?.is_empty() || ledger.event().is_non_private() {
+        let curve = self.rdp_curve(ledger)?;
+        if ledger.event().is_non_private() || curve.iter().all(|&rdp| rdp == 0.0) {
             return Ok(without_gaussian(self, ledger, delta));
         }
-        let curve = self.rdp_curve(ledger)?;
         let (epsilon, idx) = self
             .best(&curve, delta)
             .ok_or_else(|| AccountingError::Numerical("the RDP is infinite at every order".to_string()))?;
