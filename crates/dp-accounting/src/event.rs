@@ -82,6 +82,12 @@ pub enum DpEvent {
         /// The delta at which it holds.
         delta: f64,
     },
+    /// One of `events`, chosen without looking at the data (a search's candidate, whose
+    /// hyper-parameters are drawn at random): the worst of them at every RDP order.
+    AnyOf {
+        /// The releases it may be.
+        events: Vec<DpEvent>,
+    },
     /// A search: a random number of candidates (`repetitions`), each the release `of` (a whole
     /// training, with its score), of which only the best candidate is released.
     RepeatAndSelect {
@@ -159,6 +165,10 @@ impl DpEvent {
                 repetitions.validate()?;
                 of.validate()
             }
+            DpEvent::AnyOf { events } if events.is_empty() => {
+                Err(AccountingError::Unsupported("a choice among no releases".into()))
+            }
+            DpEvent::AnyOf { events } => events.iter().try_for_each(DpEvent::validate),
             DpEvent::PaperBound { epsilon, delta, .. } | DpEvent::Proven { epsilon, delta, .. } => {
                 validate::epsilon(*epsilon)?;
                 validate::delta(*delta).map(drop)
@@ -222,6 +232,7 @@ impl DpEvent {
         self.parts().iter().any(|(_, p)| match p {
             DpEvent::NonPrivate { .. } => true,
             DpEvent::RepeatAndSelect { of, .. } => of.is_non_private(),
+            DpEvent::AnyOf { events } => events.iter().any(DpEvent::is_non_private),
             _ => false,
         })
     }
@@ -240,6 +251,7 @@ impl DpEvent {
             DpEvent::PaperBound { .. } => "paper-bound",
             DpEvent::Proven { .. } => "proven",
             DpEvent::RepeatAndSelect { .. } => "repeat-and-select",
+            DpEvent::AnyOf { .. } => "any-of",
         }
     }
 }

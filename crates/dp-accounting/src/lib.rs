@@ -27,6 +27,7 @@ pub mod rdp;
 pub mod rdp_accountant;
 pub mod repeat_and_select;
 pub mod report;
+pub mod search;
 pub mod special;
 pub mod validate;
 

@@ -71,6 +71,13 @@ impl RdpAccountant {
                 DpEvent::RepeatAndSelect { repetitions, of } => {
                     repeated_rdp(&self.orders, &self.event_curve(of)?, *repetitions)?
                 }
+                DpEvent::AnyOf { events } => {
+                    // A choice made without the data: the RDP of the mixture is at most the worst.
+                    let curves = events.iter().map(|e| self.event_curve(e)).collect::<Result<Vec<_>>>()?;
+                    (0..self.orders.len())
+                        .map(|i| curves.iter().map(|c| c[i]).fold(f64::NEG_INFINITY, f64::max))
+                        .collect()
+                }
                 DpEvent::NonPrivate { .. } => vec![f64::INFINITY; self.orders.len()],
                 other => match other.as_gaussian(1)? {
                     Some(g) => self
@@ -110,6 +117,7 @@ impl Accountant for RdpAccountant {
     fn supports(&self, event: &DpEvent) -> bool {
         event.parts().iter().all(|(_, part)| match part {
             DpEvent::RepeatAndSelect { of, .. } => self.supports(of),
+            DpEvent::AnyOf { events } => events.iter().all(|e| self.supports(e)),
             other => poisson_gaussian_only(other),
         })
     }

@@ -7,6 +7,7 @@
 //! (`rdp_privacy_accountant._compute_rdp_repeat_and_select`), against whose values it is tested.
 
 use crate::error::{AccountingError, Result};
+use libm::lgamma as ln_gamma;
 use serde::{Deserialize, Serialize};
 
 /// The largest mean number of candidates accepted: far beyond any search, and small enough that
@@ -53,6 +54,29 @@ impl Repetitions {
             return Err(invalid("mean number of candidates", mean, "must be between 1 and 1e6"));
         }
         Ok(self)
+    }
+
+    /// The probability that K = `k` (Papernot & Steinke, Definition 1; for Poisson,
+    /// e^-mu mu^k / k!), for drawing K by inverting its distribution function.
+    pub fn probability(self, k: u64) -> f64 {
+        let k = k as f64;
+        let ln_p = match self {
+            Repetitions::Poisson { mean } => -mean + k * mean.ln() - ln_gamma(k + 1.0),
+            Repetitions::TruncatedNegativeBinomial { .. } if k < 1.0 => return 0.0,
+            Repetitions::TruncatedNegativeBinomial { shape, mean } => {
+                let gamma = tnb_gamma(shape, mean);
+                let tail = k * (-gamma).ln_1p();
+                if shape == 0.0 {
+                    // (1 - gamma)^k / (k ln(1 / gamma)).
+                    tail - k.ln() - (-gamma.ln()).ln()
+                } else {
+                    // C(k + eta - 1, k) gamma^eta (1 - gamma)^k / (1 - gamma^eta).
+                    ln_gamma(k + shape) - ln_gamma(k + 1.0) - ln_gamma(shape) + shape * gamma.ln() + tail
+                        - (-(shape * gamma.ln()).exp_m1()).ln()
+                }
+            }
+        };
+        ln_p.exp()
     }
 
     /// The mean number of candidates.
@@ -186,6 +210,19 @@ mod tests {
                 assert!((got - mean).abs() <= 1e-6 * mean, "shape {shape} mean {mean}: {got}");
             }
         }
+    }
+
+    #[test]
+    fn the_probabilities_sum_to_one_with_the_mean_asked_for() {
+        let cases = [0.0, 0.5, 1.0, 2.0].map(|shape| Repetitions::TruncatedNegativeBinomial { shape, mean: 4.0 });
+        for r in cases.into_iter().chain([Repetitions::Poisson { mean: 4.0 }]) {
+            let p: Vec<f64> = (0..2000).map(|k| r.probability(k)).collect();
+            let total: f64 = p.iter().sum();
+            let mean: f64 = p.iter().enumerate().map(|(k, p)| k as f64 * p).sum();
+            assert!((total - 1.0).abs() < 1e-9 && (mean - 4.0).abs() < 1e-6, "{r:?}: {total} {mean}");
+        }
+        let geometric = Repetitions::TruncatedNegativeBinomial { shape: 1.0, mean: 4.0 };
+        assert!((geometric.probability(1) - 0.25).abs() < 1e-12 && (geometric.probability(2) - 0.1875).abs() < 1e-12);
     }
 
     #[test]

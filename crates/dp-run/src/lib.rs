@@ -29,6 +29,7 @@ pub mod curves;
 pub mod folder;
 pub mod interrupt;
 pub mod seal;
+pub mod search;
 
 mod audit;
 mod event;
