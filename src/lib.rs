@@ -11,4 +11,5 @@ pub mod fetch;
 pub mod scattered;
 pub mod train_config;
 pub mod trainer;
+pub mod tune;
 pub mod zoo;

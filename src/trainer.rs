@@ -195,6 +195,30 @@ pub fn train(
     device: &SelectedDevice,
     observe: &mut dyn FnMut(Told<'_>),
 ) -> Result<RunReport> {
+    Ok(trained(config, session, device, observe)?.1)
+}
+
+/// [`train`], and the released model's accuracy on the test set (a search's candidates are
+/// scored on held-out training examples; the chosen one's test accuracy is post-processing).
+pub fn train_then_test(
+    config: TrainConfig,
+    session: Session,
+    device: &SelectedDevice,
+    observe: &mut dyn FnMut(Told<'_>),
+) -> Result<(RunReport, f64)> {
+    let whole = TrainConfig { validation: None, augmult: None, ..config.clone() };
+    let test = load_data(&whole, session.interrupt, observe)?.1;
+    let (model, report) = trained(config, session, device, observe)?;
+    Ok((report, evaluate(&model, &test, &device.device)?))
+}
+
+/// The released model of the run `config` says, and its report.
+fn trained(
+    config: TrainConfig,
+    session: Session,
+    device: &SelectedDevice,
+    observe: &mut dyn FnMut(Told<'_>),
+) -> Result<(ZooModel, RunReport)> {
     let folder = if session.resume {
         RunFolder::resume(&config.out_dir)?
     } else {
@@ -224,5 +248,5 @@ pub fn train(
         .with_settings(&TrainConfig { seed: None, ..config.clone() })?
         .describe(config.model.as_str(), config.evaluated_on())
         .observe(|event| observe(Told::Run(event)))
-        .train(model, optimizer, source, dev)
+        .train_model(model, optimizer, source, dev)
 }

@@ -15,6 +15,7 @@ mod schedule;
 mod selftest;
 mod table_args;
 mod train;
+mod tune;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -47,6 +48,8 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Train a model with DP-SGD / DP-Adam (or the unperturbed baseline) and report its privacy.
     Train(train::TrainArgs),
+    /// Search hyper-parameters with the whole search's privacy accounted (only the best released).
+    Tune(tune::TuneArgs),
     /// Time DP-SGD against the unperturbed baseline (ms per lot and their ratio).
     Bench(bench::BenchArgs),
     /// DP-ERM on a CSV table: input perturbation, DBDP-ERM and the certified baselines over epsilon.
@@ -83,6 +86,7 @@ pub fn run() -> ExitCode {
         Command::Account(args) => account::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Train(args) => train::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Erm(args) => erm::run(args),
         Command::Audit(args) => audit::run(args),

@@ -91,7 +91,7 @@ pub fn calibrate_search(
     let total = |z: &[f64]| search_privacy(candidate_event(shapes, z, score_noise)?, repetitions, delta);
     let floor = total(&vec![HUGE_NOISE; shapes.len()])?.epsilon;
     if floor >= target {
-        return Err(AccountingError::Unsupported(format!(
+        return Err(AccountingError::Unreachable(format!(
             "a total epsilon of {target} is too small for this search: its score releases and the number of candidates alone spend {floor:.4} (raise the target, the score's noise, or score on public data)"
         )));
     }

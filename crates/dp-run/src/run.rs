@@ -119,12 +119,24 @@ impl<'a, M: Module> Run<'a, M> {
     /// end the session, and reports it (report.json). A completed run's key file is removed
     /// unless the options keep it.
     pub fn train(
-        mut self,
+        self,
         model: M,
         optimizer: ModuleOptimizer,
         source: &dyn LotSource<M>,
         device: &Device,
     ) -> Result<RunReport> {
+        Ok(self.train_model(model, optimizer, source, device)?.1)
+    }
+
+    /// [`Self::train`], giving back the model the run releases too (the parameter average when
+    /// the options keep one, else the last iterate).
+    pub fn train_model(
+        mut self,
+        model: M,
+        optimizer: ModuleOptimizer,
+        source: &dyn LotSource<M>,
+        device: &Device,
+    ) -> Result<(M, RunReport)> {
         self.session.options.check(self.session.folder.is_resumed())?;
         self.session.privacy.settings.seed = self.seed()?;
         let engine = PrivacyEngine::new(self.session.privacy.clone())
@@ -145,7 +157,7 @@ impl<'a, M: Module> Run<'a, M> {
         if report.completed && !self.session.options.keep_key {
             RunKeys::remove(&self.session.folder.dir)?;
         }
-        Ok(report)
+        Ok((dp.averaged().cloned().unwrap_or(ended.model), report))
     }
 
     /// The run's seed: the folder's keys', which a seed in the privacy configuration must equal.

@@ -1,0 +1,140 @@
+//! `dptrain tune`: a hyper-parameter search whose privacy is accounted.
+
+use super::progress::Progress;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use dp_data::safe_files::read_following;
+use dp_engine::DeviceChoice;
+use dp_run::folder::MAX_CONFIG;
+use dp_run::interrupt;
+use dptrain::trainer::Told;
+use dptrain::tune::{SpaceFile, Tune, TuneReport, configurations, repetitions, tune};
+use std::path::PathBuf;
+
+/// Search hyper-parameters on the private data with the whole search's privacy accounted
+/// (Papernot & Steinke, ICLR 2022): a random number K of candidates (drawn by the engine's
+/// CSPRNG), each a `dptrain train` run of a configuration drawn at random from the space, scored
+/// by a noisy count of correct predictions on held-out training examples; only the best is
+/// released (its configuration, noisy score, model in OUT/chosen, and its test accuracy) with
+/// the epsilon of the whole search, certified by the RDP accountant. Every candidate's noise is
+/// calibrated so that the search meets --target-epsilon.
+///
+/// K, the other candidates and their scores are the mechanism's internal state: they live in
+/// OUT/search-state (owner-only) while the search runs and are removed when it completes;
+/// publishing them voids the bound, so nothing here prints them. An interrupted search cannot
+/// be resumed yet (running it again would spend the data's privacy twice): its folder is
+/// refused until --overwrite.
+///
+/// The space file: `[base]` holds `dptrain train` settings (keys as in --config; `validation =
+/// N` is required), `[space]` a list of values for any setting, e.g.
+///   [base]
+///   model = "scatnet-linear"
+///   validation = 5000
+///   [space]
+///   learning_rate = [4.0, 8.0, 16.0]
+///   lot_size = [4096, 8192]
+///
+/// Example:
+///   dptrain tune --space space.toml --target-epsilon 3 --out-dir runs/tune
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// The search space (TOML: [base] and [space]).
+    #[arg(long, value_name = "FILE")]
+    space: PathBuf,
+
+    /// The epsilon of the whole search.
+    #[arg(long, value_name = "EPS")]
+    target_epsilon: f64,
+
+    /// The search's delta.
+    #[arg(long, default_value_t = 1e-5)]
+    delta: f64,
+
+    /// The mean number of candidates K.
+    #[arg(long, default_value_t = 5.0, value_name = "MEAN")]
+    candidates: f64,
+
+    /// How K is drawn: geometric, logarithmic, tnb:ETA (truncated negative binomial of shape
+    /// ETA) or poisson (K = 0 possible: then nothing is released).
+    #[arg(long, default_value = "geometric")]
+    distribution: String,
+
+    /// Standard deviation of the noise on each candidate's count of correct held-out predictions.
+    #[arg(long, default_value_t = 20.0, value_name = "SIGMA")]
+    score_noise: f64,
+
+    /// Device for every candidate.
+    #[arg(long, default_value = "auto", value_parser = super::enum_arg::parse::<DeviceChoice>)]
+    device: DeviceChoice,
+
+    /// The search's folder.
+    #[arg(long, default_value = "runs/tune")]
+    out_dir: PathBuf,
+
+    /// Replace another search in --out-dir (an interrupted search's spent budget is then lost).
+    #[arg(long)]
+    overwrite: bool,
+
+    /// Seed a reproducible search (its draws are then only as secret as the seed).
+    #[arg(long)]
+    seed: Option<u64>,
+
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `dptrain tune`.
+pub fn run(args: TuneArgs) -> Result<()> {
+    let bytes = read_following(&args.space, MAX_CONFIG)?;
+    let text = String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", args.space.display()))?;
+    let file: SpaceFile =
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", args.space.display(), e.message()))?;
+    let search = Tune {
+        configs: configurations(&file)?,
+        repetitions: repetitions(&args.distribution, args.candidates)?,
+        target_epsilon: args.target_epsilon,
+        delta: args.delta,
+        score_noise: args.score_noise,
+        seed: args.seed,
+        out_dir: args.out_dir.clone(),
+        overwrite: args.overwrite,
+        interrupt: Some(interrupt::install()),
+    };
+    let device = args.device.open()?;
+    // Only the time: the candidates' count and scores are not shown (they would reveal K).
+    let progress = Progress::spinner("searching (candidates are not shown: K is secret)");
+    let report = tune(&search, &device, &mut |told| {
+        if let Told::Scattering { examples, .. } = told {
+            progress.set_message(format!("searching (computing the ScatterNet features of {examples} examples)"));
+        }
+    })?;
+    progress.finish();
+    print(&report, args.json)?;
+    println!("search report: {}", args.out_dir.join("report.json").display());
+    Ok(())
+}
+
+/// Prints the search's release.
+fn print(r: &TuneReport, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+        return Ok(());
+    }
+    let Some(chosen) = &r.chosen else {
+        bail!("the search drew no candidate (Poisson K = 0): nothing is released; it spent {}", r.privacy);
+    };
+    println!(
+        "chosen: learning rate {}, lot size {}, epochs {}, clip norm {}, momentum {} | validation score {:.2}% (noisy) | test accuracy {:.2}% | {}",
+        chosen.learning_rate,
+        chosen.lot_size,
+        chosen.epochs,
+        chosen.clip_norm,
+        chosen.momentum,
+        r.validation_score.unwrap_or(0.0) * 100.0,
+        r.test_accuracy.unwrap_or(0.0) * 100.0,
+        r.privacy
+    );
+    println!("model: {}", r.run_dir.as_ref().map_or("-".into(), |d| d.display().to_string()));
+    Ok(())
+}
