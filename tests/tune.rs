@@ -23,7 +23,7 @@ fn space(dir: &Path, data: &Path, lists: &str) -> String {
 
 fn tune(space: &str, out: &Path, extra: &[&str]) -> std::process::Output {
     let o = out.to_str().unwrap();
-    let base = ["tune", "--space", space, "--device", "cpu", "--out-dir", o, "--score-noise", "5", "--candidates", "3"];
+    let base = ["tune", "--space", space, "--device", "cpu", "--out-dir", o, "--score-noise", "5"];
     dptrain(&[&base[..], extra].concat())
 }
 
@@ -32,7 +32,7 @@ fn a_search_releases_only_its_chosen_candidate_with_its_whole_epsilon() {
     let (tmp, data) = temp_with_dataset(400);
     let s = space(tmp.path(), &data, "learning_rate = [0.5, 1.0]\nlot_size = [50, 100]");
     let out = tmp.path().join("search");
-    let run = tune(&s, &out, &["--target-epsilon", "4", "--seed", "1", "--json"]);
+    let run = tune(&s, &out, &["--target-epsilon", "4", "--candidates", "3", "--seed", "1", "--json"]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let report: Value = serde_json::from_slice(&run.stdout).unwrap();
     assert!(report["epsilon"].as_f64().unwrap() <= 4.0 && report["guarantee"] == "certified", "{report}");
@@ -48,7 +48,8 @@ fn a_search_releases_only_its_chosen_candidate_with_its_whole_epsilon() {
     let printed = [run.stdout, run.stderr].concat();
     assert!(!String::from_utf8_lossy(&printed).contains("candidate-"), "nothing names the other candidates");
     // Seeded: the same choice and score again.
-    let again = tune(&s, &tmp.path().join("again"), &["--target-epsilon", "4", "--seed", "1", "--json"]);
+    let again =
+        tune(&s, &tmp.path().join("again"), &["--target-epsilon", "4", "--candidates", "3", "--seed", "1", "--json"]);
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!((&again["chosen"], &again["validation_score"]), (&report["chosen"], &report["validation_score"]));
     // The folder holds a search: refused until --overwrite (a rerun would spend twice).

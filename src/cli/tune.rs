@@ -6,7 +6,7 @@ use clap::Args;
 use dp_data::safe_files::read_following;
 use dp_engine::DeviceChoice;
 use dp_run::folder::MAX_CONFIG;
-use dp_run::interrupt;
+use dp_run::{Event, interrupt};
 use dptrain::trainer::Told;
 use dptrain::tune::{SpaceFile, Tune, TuneReport, configurations, repetitions, tune};
 use std::path::PathBuf;
@@ -102,16 +102,25 @@ pub fn run(args: TuneArgs) -> Result<()> {
         interrupt: Some(interrupt::install()),
     };
     let device = args.device.open()?;
-    // Only the time: the candidates' count and scores are not shown (they would reveal K).
-    let progress = Progress::spinner("searching (candidates are not shown: K is secret)");
-    let report = tune(&search, &device, &mut |told| {
-        if let Told::Scattering { examples, .. } = told {
-            progress.set_message(format!("searching (computing the ScatterNet features of {examples} examples)"));
+    // Only the time: the candidates' count and scores are not shown (they would reveal K). The
+    // message appears once the first candidate starts: a refusal before it is one line.
+    let progress = Progress::new(None, "");
+    let mut started = false;
+    let report = tune(&search, &device, &mut |told| match told {
+        Told::Scattering { examples, .. } => {
+            progress.set_message(format!("searching (computing the ScatterNet features of {examples} examples)"))
         }
+        Told::Run(Event::Started { .. }) if !started => {
+            started = true;
+            progress.set_message("searching (candidates are not shown: K is secret)".to_string());
+        }
+        Told::Run(_) => {}
     })?;
     progress.finish();
     print(&report, args.json)?;
-    println!("search report: {}", args.out_dir.join("report.json").display());
+    if !args.json {
+        println!("search report: {}", args.out_dir.join("report.json").display());
+    }
     Ok(())
 }
 
