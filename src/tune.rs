@@ -17,6 +17,7 @@ use dp_data::Split;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, remove_if_present, write_atomic};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::error::{EngineError, Result};
+use dp_run::folder::lock::RunLock;
 use dp_run::folder::{CONFIG_FILE, METRICS_FILE, PLOT_FILE, PLOT_PNG, REPORT_FILE};
 use dp_run::search::{Score, SearchSettings, Trained, search};
 use serde::{Deserialize, Serialize};
@@ -114,6 +115,8 @@ pub struct Tune {
 /// Runs the search, telling `observe` of each candidate's run (its folder is private: what is
 /// told is shown on this terminal only).
 pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)) -> Result<TuneReport> {
+    // One search per folder at a time: two would spend the data's privacy twice.
+    let _lock = RunLock::acquire(&t.out_dir)?;
     let state = prepare(&t.out_dir, t.overwrite)?;
     let first = t.configs.first().ok_or_else(|| EngineError::invalid("search space", "holds no candidate"))?;
     let held_out = first.validation.ok_or_else(|| {
@@ -194,7 +197,8 @@ fn prepare(out_dir: &Path, overwrite: bool) -> Result<PathBuf> {
             .map_err(|e| file_error(&state, e))?;
         remove_if_present(&out_dir.join("report.json"))?;
     }
-    std::fs::create_dir_all(&state).map_err(|e| file_error(&state, e))?;
+    // Created here, never an existing folder or a link planted in its place.
+    std::fs::create_dir(&state).map_err(|e| file_error(&state, e))?;
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).map_err(|e| file_error(&state, e))?;
     Ok(state)
 }

@@ -8,11 +8,14 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A space over `data`: logistic regression, 100 held-out examples, two learning rates and two
 /// lot sizes.
 fn space(dir: &Path, data: &Path, lists: &str) -> String {
-    let path = dir.join("space.toml");
+    // A file of its own per space: a test holds several at once.
+    static SPACES: AtomicUsize = AtomicUsize::new(0);
+    let path = dir.join(format!("space-{}.toml", SPACES.fetch_add(1, Ordering::SeqCst)));
     let text = format!(
         "[base]\nmodel = \"logreg\"\ndata_dir = \"{}\"\nvalidation = 100\nepochs = 2.0\ndevice = \"cpu\"\n[space]\n{lists}\n",
         data.display()
@@ -68,6 +71,16 @@ fn hostile_searches_are_one_line_errors() {
     one_line_error(&tune(&empty, &out, &["--target-epsilon", "3"]), "non-empty list");
     let unknown = space(tmp.path(), &data, "learning_rat = [1.0]");
     one_line_error(&tune(&unknown, &out, &["--target-epsilon", "3"]), "learning_rat");
+    // A link planted where the search keeps its private state: never followed.
+    let planted = tmp.path().join("planted");
+    std::fs::create_dir_all(tmp.path().join("p")).unwrap();
+    std::fs::write(tmp.path().join("p/keep"), b"not the search's").unwrap();
+    std::fs::create_dir_all(&planted).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("p"), planted.join("search-state")).unwrap();
+    one_line_error(&tune(&s, &planted, &["--target-epsilon", "3"]), "holds another search");
+    let replaced = tune(&s, &planted, &["--target-epsilon", "4", "--candidates", "1", "--overwrite"]);
+    assert!(replaced.status.success(), "{}", String::from_utf8_lossy(&replaced.stderr));
+    assert!(tmp.path().join("p/keep").exists(), "the link was removed, not what it points to");
     let huge = space(
         tmp.path(),
         &data,

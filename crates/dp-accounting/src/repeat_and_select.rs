@@ -65,6 +65,10 @@ impl Repetitions {
             Repetitions::TruncatedNegativeBinomial { .. } if k < 1.0 => return 0.0,
             Repetitions::TruncatedNegativeBinomial { shape, mean } => {
                 let gamma = tnb_gamma(shape, mean);
+                if gamma >= 1.0 {
+                    // Mean 1: always exactly one candidate (the formulas divide 0 by 0 there).
+                    return if k == 1.0 { 1.0 } else { 0.0 };
+                }
                 let tail = k * (-gamma).ln_1p();
                 if shape == 0.0 {
                     // (1 - gamma)^k / (k ln(1 / gamma)).
@@ -220,6 +224,10 @@ mod tests {
             let total: f64 = p.iter().sum();
             let mean: f64 = p.iter().enumerate().map(|(k, p)| k as f64 * p).sum();
             assert!((total - 1.0).abs() < 1e-9 && (mean - 4.0).abs() < 1e-6, "{r:?}: {total} {mean}");
+        }
+        for shape in [0.0, 1.0, 3.0] {
+            let once = Repetitions::TruncatedNegativeBinomial { shape, mean: 1.0 };
+            assert!((once.probability(1) - 1.0).abs() < 1e-6 && once.probability(2) < 1e-6, "shape {shape}, mean 1");
         }
         let geometric = Repetitions::TruncatedNegativeBinomial { shape: 1.0, mean: 4.0 };
         assert!((geometric.probability(1) - 0.25).abs() < 1e-12 && (geometric.probability(2) - 0.1875).abs() < 1e-12);
