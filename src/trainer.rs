@@ -5,12 +5,11 @@
 //! and augmented views, the zoo model checked against the memory budget, and the settings.
 
 use crate::cache_dir::cache_dir;
-use crate::fetch::remote::remote;
-use crate::fetch::{complete, default_folder};
+use crate::fetch::data_folder;
 use crate::scattered::scattered;
 use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
-use dp_data::{ChaChaState, CropFlip, DatasetName, ImageDataset, SecretKey, Split};
+use dp_data::{ChaChaState, CropFlip, ImageDataset, SecretKey, Split};
 use dp_engine::augmented_lots::AugmentedLots;
 use dp_engine::canaries::AuditRequest;
 use dp_engine::classifier::evaluate;
@@ -18,7 +17,7 @@ use dp_engine::optimizer::optimizer;
 use dp_engine::scatter_net::ScatterNet;
 use dp_engine::step::batching::Batching;
 use dp_run::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 /// The ChaCha20 stream reserved for parameter initialisation.
@@ -36,20 +35,6 @@ pub enum Told<'a> {
         /// Where they will be cached (None: nowhere, no cache folder is known).
         cache: Option<&'a Path>,
     },
-}
-
-/// The folder of a named dataset: `dir`; without one, where `dptrain data fetch` put it, else
-/// its standard location (Debian's package), else refused with the fetch command.
-pub fn data_folder(name: DatasetName, dir: Option<&Path>) -> Result<PathBuf> {
-    let fetched = || default_folder(name).filter(|d| complete(name, d));
-    let standard = || name.default_dir().filter(|d| d.is_dir());
-    dir.map(Path::to_path_buf).or_else(fetched).or_else(standard).ok_or_else(|| {
-        let folder = remote(name).folder;
-        EngineError::invalid(
-            "data dir",
-            format!("{folder} is not on this machine: run `dptrain data fetch {folder}`, or give --data-dir"),
-        )
-    })
 }
 
 /// The training and test sets of a run, refused when their shapes or classes differ (the

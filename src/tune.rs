@@ -7,8 +7,9 @@
 //! of the training set (`validation`, private: a noisy count) and only the best is released:
 //! its configuration, its noisy score, its run folder (`chosen/`) and the search's epsilon.
 
+use crate::fetch::data_folder;
 use crate::train_config::TrainConfig;
-use crate::trainer::{Session, Told, data_folder, train_then_test};
+use crate::trainer::{Session, Told, train_then_test};
 use dp_accounting::PrivacyReport;
 use dp_accounting::repeat_and_select::Repetitions;
 use dp_accounting::search::TrainingShape;

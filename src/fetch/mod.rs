@@ -76,3 +76,17 @@ pub fn fetch(name: DatasetName, dir: &Path, source: &Source, progress: &mut dyn 
     }
     Ok(downloaded)
 }
+
+/// The folder of a named dataset: `dir`; without one, where `dptrain data fetch` put it, else
+/// its standard location (Debian's package), else refused with the fetch command.
+pub fn data_folder(name: DatasetName, dir: Option<&Path>) -> Result<PathBuf> {
+    let fetched = || default_folder(name).filter(|d| complete(name, d));
+    let standard = || name.default_dir().filter(|d| d.is_dir());
+    dir.map(Path::to_path_buf).or_else(fetched).or_else(standard).ok_or_else(|| {
+        let folder = remote(name).folder;
+        EngineError::invalid(
+            "data dir",
+            format!("{folder} is not on this machine: run `dptrain data fetch {folder}`, or give --data-dir"),
+        )
+    })
+}
