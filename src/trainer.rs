@@ -11,7 +11,6 @@ use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use dp_data::{ChaChaState, CropFlip, ImageDataset, SecretKey, Split};
 use dp_engine::augmented_lots::AugmentedLots;
-use dp_engine::canaries::AuditRequest;
 use dp_engine::classifier::evaluate;
 use dp_engine::optimizer::optimizer;
 use dp_engine::scatter_net::ScatterNet;
@@ -37,15 +36,18 @@ pub enum Told<'a> {
     },
 }
 
-/// The training and test sets of a run, refused when their shapes or classes differ (the
-/// model could not evaluate the test set after training); a ScatterNet model's are their
-/// features (`scattered`, cached), whose computation `observe` is told of, except the training
-/// images of a run with augmented views, which are transformed view by view as they are drawn.
+/// The training and evaluation sets of a run (the test set, or the held-out end of the
+/// training set with `validation`), and with `test_too` the test set beside a held-out one,
+/// refused when their shapes or classes differ (the model could not evaluate them after
+/// training); a ScatterNet model's are their features (`scattered`, cached), whose computation
+/// `observe` is told of, except the training images of a run with augmented views, which are
+/// transformed view by view as they are drawn.
 fn load_data(
     config: &TrainConfig,
+    test_too: bool,
     interrupt: Option<&AtomicBool>,
     observe: &mut dyn FnMut(Told<'_>),
-) -> Result<(ImageDataset, ImageDataset)> {
+) -> Result<(ImageDataset, ImageDataset, Option<ImageDataset>)> {
     // The folder is found once: a fetched one is verified by hashing its files.
     let folder = data_folder(config.dataset, config.data_dir.as_deref())?;
     let train = config.dataset.load(&folder, Split::Train)?;
@@ -66,22 +68,28 @@ fn load_data(
             ));
         }
     };
-    for (set, name) in [(&train, "training"), (&test, "test")] {
-        if set.is_empty() {
+    let beside = match test_too && config.validation.is_some() {
+        true => Some(config.dataset.load(&folder, Split::Test)?),
+        false => None,
+    };
+    for (set, name) in [(Some(&train), "training"), (Some(&test), "test"), (beside.as_ref(), "test")] {
+        if set.is_some_and(ImageDataset::is_empty) {
             return Err(EngineError::Data(format!("the {name} set of {:?} holds no example", config.dataset)));
         }
     }
-    if train.shape() != test.shape() || train.classes() != test.classes() {
-        return Err(EngineError::Data(format!(
-            "the test set's examples are {:?} in {} classes, the training set's {:?} in {}",
-            test.shape(),
-            test.classes(),
-            train.shape(),
-            train.classes()
-        )));
+    for other in [Some(&test), beside.as_ref()].into_iter().flatten() {
+        if train.shape() != other.shape() || train.classes() != other.classes() {
+            return Err(EngineError::Data(format!(
+                "the test set's examples are {:?} in {} classes, the training set's {:?} in {}",
+                other.shape(),
+                other.classes(),
+                train.shape(),
+                train.classes()
+            )));
+        }
     }
     if !config.model.reads_scattering() {
-        return Ok((train, test));
+        return Ok((train, test, beside));
     }
     let cache = cache_dir();
     let mut features = |set: &ImageDataset| {
@@ -90,39 +98,19 @@ fn load_data(
         })
     };
     let train = if config.augmult.is_some() { train } else { features(&train)? };
-    Ok((train, features(&test)?))
+    let beside = beside.as_ref().map(&mut features).transpose()?;
+    Ok((train, features(&test)?, beside))
 }
 
-/// How this invocation runs: fresh or resumed, and whether it stops early.
+/// How this invocation runs: fresh or resumed, and the run's options (where it stops, audit,
+/// overwrite, interruption, the key file; the checkpoint cadence and averaging come from the
+/// configuration).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Session {
     /// Continue the run in the config's run folder from its checkpoint.
     pub resume: bool,
-    /// Take at most this many steps now, then checkpoint and return (resume later).
-    pub stop_after: Option<u64>,
-    /// Audit the run with white-box canaries (a whole run in one session only).
-    pub audit: Option<AuditRequest>,
-    /// Start a fresh run in a folder that holds another run's files, replacing them.
-    pub overwrite: bool,
-    /// Raised (by a signal handler) to stop after the current step with a checkpoint.
-    pub interrupt: Option<&'static AtomicBool>,
-    /// Keep the run's key file when it completes (it is removed otherwise).
-    pub keep_key: bool,
-}
-
-impl Session {
-    /// The run's options: this session's, with the checkpoint cadence and averaging of `config`.
-    fn options(&self, config: &TrainConfig) -> RunOptions {
-        RunOptions {
-            stop_after: self.stop_after,
-            checkpoint_every: config.checkpoint_every,
-            average: config.ema,
-            audit: self.audit,
-            overwrite: self.overwrite,
-            interrupt: self.interrupt,
-            keep_key: self.keep_key,
-        }
-    }
+    /// The run's options.
+    pub options: RunOptions,
 }
 
 /// The training lots with `--augmult` views of each image (random crops after reflect padding,
@@ -180,7 +168,7 @@ pub fn train(
     device: &SelectedDevice,
     observe: &mut dyn FnMut(Told<'_>),
 ) -> Result<RunReport> {
-    Ok(trained(config, session, device, observe)?.1)
+    Ok(trained(config, session, false, device, observe)?.1)
 }
 
 /// [`train`], and the released model's accuracy on the test set (a search's candidates are
@@ -191,19 +179,23 @@ pub fn train_then_test(
     device: &SelectedDevice,
     observe: &mut dyn FnMut(Told<'_>),
 ) -> Result<(RunReport, f64)> {
-    let whole = TrainConfig { validation: None, augmult: None, ..config.clone() };
-    let test = load_data(&whole, session.interrupt, observe)?.1;
-    let (model, report) = trained(config, session, device, observe)?;
-    Ok((report, evaluate(&model, &test, &device.device)?))
+    let (model, report, test) = trained(config, session, true, device, observe)?;
+    let accuracy = match test {
+        Some(test) => evaluate(&model, &test, &device.device)?,
+        None => report.test_accuracy,
+    };
+    Ok((report, accuracy))
 }
 
-/// The released model of the run `config` says, and its report.
+/// The released model of the run `config` says, its report, and with `test_too` the test set
+/// when the run is evaluated on held-out training examples.
 fn trained(
     config: TrainConfig,
     session: Session,
+    test_too: bool,
     device: &SelectedDevice,
     observe: &mut dyn FnMut(Told<'_>),
-) -> Result<(ZooModel, RunReport)> {
+) -> Result<(ZooModel, RunReport, Option<ImageDataset>)> {
     let folder = if session.resume {
         RunFolder::resume(&config.out_dir)?
     } else {
@@ -216,7 +208,7 @@ fn trained(
     };
     let privacy = config.privacy()?;
     config.validate(&privacy)?;
-    let (train_data, test_data) = load_data(&config, session.interrupt, observe)?;
+    let (train_data, test_data, beside) = load_data(&config, test_too, session.options.interrupt, observe)?;
     let dev = &device.device;
     let model = checked_model(&config, &train_data, &test_data, device)?;
     let plain = CrossEntropyLots { data: &train_data };
@@ -229,9 +221,10 @@ fn trained(
     Run::new(folder, privacy, config.learning_rate, |model: &ZooModel| evaluate(model, &test_data, dev))
         .with_schedule(config.lr_schedule)
         .with_batch_size(config.batch_size)
-        .with_options(session.options(&config))
+        .with_options(RunOptions { checkpoint_every: config.checkpoint_every, average: config.ema, ..session.options })
         .with_settings(&TrainConfig { seed: None, ..config.clone() })?
         .describe(config.model.as_str(), config.evaluated_on())
         .observe(|event| observe(Told::Run(event)))
         .train_model(model, optimizer, source, dev)
+        .map(|(model, report)| (model, report, beside))
 }

@@ -18,6 +18,7 @@ use dp_data::Split;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, remove_if_present, write_atomic};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::error::{EngineError, Result};
+use dp_run::RunOptions;
 use dp_run::folder::lock::RunLock;
 use dp_run::folder::{CONFIG_FILE, METRICS_FILE, PLOT_FILE, PLOT_PNG, REPORT_FILE};
 use dp_run::search::{Score, SearchSettings, Trained, search};
@@ -153,7 +154,8 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
             // say how many candidates came before it.
             let name = format!("candidate-{}", hex::encode(&SecretKey::from_os().as_bytes()[..8]));
             let config = candidate(&t.configs[i], z, &state.join(name), t.seed.map(|s| s ^ index as u64));
-            let session = Session { interrupt: t.interrupt, ..Session::default() };
+            let options = RunOptions { interrupt: t.interrupt, ..RunOptions::default() };
+            let session = Session { resume: false, options };
             let (report, test_accuracy) = train_then_test(config, session, device, observe)?;
             if report.interrupted {
                 return Err(EngineError::Interrupted(format!(

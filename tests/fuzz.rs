@@ -17,6 +17,7 @@ use dp_data::idx::{encode_idx, read_idx};
 use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
 use dp_engine::backend;
 use dp_engine::mechanism::MechanismName;
+use dp_run::RunOptions;
 use dp_run::checkpoint::Checkpoint;
 use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Session, train};
@@ -248,7 +249,7 @@ fn checkpoints(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
             },
             ..TrainConfig::default()
         };
-        let stop = Session { stop_after: Some(4), ..Session::default() };
+        let stop = Session { resume: false, options: RunOptions { stop_after: Some(4), ..RunOptions::default() } };
         train(config.clone(), stop, &device, &mut |_| {}).expect("a valid run");
         let path = run.join("checkpoint.bin");
         let good = std::fs::read(&path).unwrap();
@@ -261,7 +262,7 @@ fn checkpoints(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
         }
         // Damage under a valid MAC: every later check, through a whole resume.
         let body = &good[..good.len() - 32];
-        let resume = Session { resume: true, stop_after: Some(1), ..Session::default() };
+        let resume = Session { resume: true, options: RunOptions { stop_after: Some(1), ..RunOptions::default() } };
         for _ in 0..rounds(40) {
             std::fs::write(&path, sealed(&mutate(body, rng), &key)).unwrap();
             tally.run("resume", || train(config.clone(), resume, &device, &mut |_| {}));

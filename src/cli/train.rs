@@ -18,7 +18,7 @@ use dp_engine::privacy_settings::AccountantName;
 use dp_engine::smoothing::SmoothingScope;
 use dp_run::checkpoint::checkpoint_path;
 use dp_run::folder::{CONFIG_FILE, MAX_CONFIG};
-use dp_run::{Event, RunReport, interrupt};
+use dp_run::{Event, RunOptions, RunReport, interrupt};
 use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Session, Told, train};
 use dptrain::zoo::ModelName;
@@ -463,14 +463,15 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let progress = Progress::new(Some(0), "steps");
     let mut shown = Shown { progress: &progress, evaluated_on: config.evaluated_on(), last_privacy: String::new() };
     let audit = args.audit_canaries.map(|canaries| AuditRequest { canaries, confidence: args.audit_confidence });
-    let session = Session {
-        resume: args.resume,
+    let options = RunOptions {
         stop_after: args.stop_after,
         audit,
         overwrite: args.overwrite,
         interrupt: Some(interrupt::install()),
         keep_key: args.keep_key,
+        ..RunOptions::default()
     };
+    let session = Session { resume: args.resume, options };
     let report = train(config, session, &device, &mut |told| shown.show(told))?;
     progress.finish();
     print_report(&report, args.json)?;

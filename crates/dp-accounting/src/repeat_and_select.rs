@@ -57,18 +57,35 @@ impl Repetitions {
     }
 
     /// The probability that K = `k` (Papernot & Steinke, Definition 1; for Poisson,
-    /// e^-mu mu^k / k!), for drawing K by inverting its distribution function.
+    /// e^-mu mu^k / k!).
     pub fn probability(self, k: u64) -> f64 {
+        self.probability_at(k, self.halting())
+    }
+
+    /// P[K = 0], P[K = 1], ..., for drawing K by inverting its distribution function (the
+    /// truncated negative binomial's halting probability found once).
+    pub fn probabilities(self) -> impl Iterator<Item = f64> {
+        let gamma = self.halting();
+        (0u64..).map(move |k| self.probability_at(k, gamma))
+    }
+
+    /// The truncated negative binomial's halting probability gamma (unused for Poisson).
+    fn halting(self) -> f64 {
+        match self {
+            Repetitions::TruncatedNegativeBinomial { shape, mean } => tnb_gamma(shape, mean),
+            Repetitions::Poisson { .. } => 1.0,
+        }
+    }
+
+    /// P[K = k] at halting probability `gamma`.
+    fn probability_at(self, k: u64, gamma: f64) -> f64 {
         let k = k as f64;
         let ln_p = match self {
             Repetitions::Poisson { mean } => -mean + k * mean.ln() - ln_gamma(k + 1.0),
             Repetitions::TruncatedNegativeBinomial { .. } if k < 1.0 => return 0.0,
-            Repetitions::TruncatedNegativeBinomial { shape, mean } => {
-                let gamma = tnb_gamma(shape, mean);
-                if gamma >= 1.0 {
-                    // Mean 1: always exactly one candidate (the formulas divide 0 by 0 there).
-                    return if k == 1.0 { 1.0 } else { 0.0 };
-                }
+            // Mean 1: always exactly one candidate (the formulas divide 0 by 0 there).
+            Repetitions::TruncatedNegativeBinomial { .. } if gamma >= 1.0 => return f64::from(u8::from(k == 1.0)),
+            Repetitions::TruncatedNegativeBinomial { shape, .. } => {
                 let tail = k * (-gamma).ln_1p();
                 if shape == 0.0 {
                     // (1 - gamma)^k / (k ln(1 / gamma)).

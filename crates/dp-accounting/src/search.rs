@@ -45,10 +45,9 @@ pub fn candidate_event(shapes: &[TrainingShape], z: &[f64], score_noise: Option<
         .zip(z)
         .map(|(s, &z)| DpEvent::sampled_gaussian(z, s.sample_rate, LotSampling::Poisson)?.repeated(s.steps))
         .collect::<Result<Vec<_>>>()?;
-    let training = if trainings.len() == 1 {
-        trainings.into_iter().next().unwrap_or(DpEvent::NoOp)
-    } else {
-        DpEvent::AnyOf { events: trainings }
+    let training = match <[DpEvent; 1]>::try_from(trainings) {
+        Ok([one]) => one,
+        Err(events) => DpEvent::AnyOf { events },
     };
     Ok(match score_noise {
         None => training,

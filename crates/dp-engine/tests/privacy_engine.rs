@@ -408,16 +408,7 @@ fn a_checkpointed_and_resumed_library_run_ends_bit_identical_to_the_whole_run() 
     dp.keys().save(&key_file).expect("key file");
     let keys = StreamKeys::load(&key_file).expect("read back");
     drop((dp, m, ckpt));
-    let resume = |privacy: PrivacyConfig, keys: &StreamKeys| {
-        let ckpt = DpCheckpoint::load(&file).expect("read back");
-        PrivacyEngine::new(privacy).with_keys(keys.clone()).resume(
-            (regressor(&device), adam()),
-            &data,
-            &device.device,
-            ckpt,
-        )
-    };
-    let (m, dp) = resume(privacy(), &keys).expect("resumed");
+    let (m, dp) = resumed(&file, privacy(), &keys).expect("resumed");
     assert_eq!(dp.steps_taken(), 8);
     assert_eq!(run_to_end(dp, m), whole, "resumed = uninterrupted, bit for bit");
 
@@ -429,6 +420,23 @@ fn optimized_run() -> PrivacyConfig {
     PrivacyConfig::new(Optimized).with_noise_multiplier(1.1).with_lot_size(20).with_epochs(2.0).with_seed(11)
 }
 
+/// The run of `privacy` resumed from the checkpoint in `file` with `keys`, into a fresh
+/// regressor and Adam, on `Squares::new(200)` on the CPU.
+fn resumed(
+    file: &std::path::Path,
+    privacy: PrivacyConfig,
+    keys: &StreamKeys,
+) -> dp_engine::Result<(Regressor, DpOptimizer<Regressor>)> {
+    let device = backend::cpu();
+    let ckpt = DpCheckpoint::load(file).expect("read back");
+    PrivacyEngine::new(privacy).with_keys(keys.clone()).resume(
+        (regressor(&device), AdamConfig::new().init()),
+        &Squares::new(200),
+        &device.device,
+        ckpt,
+    )
+}
+
 /// The checkpoint in `file` (`bytes`) of [`optimized_run`], written with `keys`, refused by
 /// another run (another plan, keys, seed, model) and when cut or foreign, in one line.
 fn assert_refused_by_other_runs(file: &std::path::Path, keys: &StreamKeys, bytes: &[u8]) {
@@ -436,15 +444,7 @@ fn assert_refused_by_other_runs(file: &std::path::Path, keys: &StreamKeys, bytes
     let data = Squares::new(200);
     let privacy = optimized_run;
     let adam = || AdamConfig::new().init();
-    let resume = |privacy: PrivacyConfig, keys: &StreamKeys| {
-        let ckpt = DpCheckpoint::load(file).expect("read back");
-        PrivacyEngine::new(privacy).with_keys(keys.clone()).resume(
-            (regressor(&device), adam()),
-            &data,
-            &device.device,
-            ckpt,
-        )
-    };
+    let resume = |privacy: PrivacyConfig, keys: &StreamKeys| resumed(file, privacy, keys);
     // The checkpoint refused by another run: another lot size, another seed's keys.
     let err = resume(privacy().with_lot_size(25), keys).err().expect("another plan").to_string();
     assert!(err.contains("cannot resume") && err.lines().count() == 1, "{err}");

@@ -111,8 +111,8 @@ pub(crate) fn candidates(repetitions: Repetitions, rng: &mut ChaCha20Rng) -> Res
     let repetitions = repetitions.validate()?;
     let u: f64 = rng.random();
     let mut cumulative = 0.0;
-    for k in 0..=MAX_CANDIDATES {
-        cumulative += repetitions.probability(k);
+    for (k, p) in (0..=MAX_CANDIDATES).zip(repetitions.probabilities()) {
+        cumulative += p;
         if u < cumulative {
             return Ok(k);
         }
