@@ -9,6 +9,7 @@ pub mod cache_dir;
 pub mod cache_key;
 pub mod fetch;
 pub mod scattered;
+pub mod search_space;
 pub mod train_config;
 pub mod trainer;
 pub mod tune;

@@ -1,78 +1,35 @@
-//! `dptrain tune`: a hyper-parameter search whose privacy is accounted (`dp_run::search`). The
-//! space is a TOML file: `[base]` holds `dptrain train` settings (as `--config` does) and
-//! `[space]` a list of values for any of them; every combination is a configuration, and each
-//! candidate is one of them drawn at random. Candidates train as `dptrain train` runs in the
-//! search's private folder (owner-only, beside nothing a reader may see: K, the other
+//! `dptrain tune`: a hyper-parameter search whose privacy is accounted (`dp_run::search`) over
+//! a space file (`search_space`). Candidates train as `dptrain train` runs in the search's
+//! private folder (its journal: owner-only, beside nothing a reader may see: K, the other
 //! candidates' models and scores are the mechanism's internal state), score on the held-out end
 //! of the training set (`validation`, private: a noisy count) and only the best is released:
-//! its configuration, its noisy score, its run folder (`chosen/`) and the search's epsilon.
+//! its configuration, its noisy score, its model (`chosen/`) and the search's epsilon. An
+//! interrupted search continues with `--resume`: the candidate it stopped in resumes from its
+//! checkpoint, and no finished candidate trains again.
 
 use crate::fetch::data_folder;
+use crate::search_space::{Range, Space};
 use crate::train_config::TrainConfig;
 use crate::trainer::{Session, Told, train_then_test};
 use dp_accounting::PrivacyReport;
 use dp_accounting::repeat_and_select::Repetitions;
 use dp_accounting::search::TrainingShape;
-use dp_data::SecretKey;
 use dp_data::Split;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, remove_if_present, write_atomic};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::error::{EngineError, Result};
 use dp_run::RunOptions;
+use dp_run::checkpoint::checkpoint_path;
+use dp_run::folder::keys::KEY_FILE;
 use dp_run::folder::lock::RunLock;
 use dp_run::folder::{CONFIG_FILE, METRICS_FILE, PLOT_FILE, PLOT_PNG, REPORT_FILE};
-use dp_run::search::{Score, SearchSettings, Trained, search};
+use dp_run::search::{Candidate, Journal, Score, SearchSettings, Trained, search};
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-/// The most configurations a space may hold.
-pub const MAX_CONFIGURATIONS: usize = 10_000;
-
-/// The search's private folder inside its output folder.
+/// The search's private folder (its journal) inside its output folder.
 pub const STATE_DIR: &str = "search-state";
-
-/// A search space as its TOML file holds it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SpaceFile {
-    /// Settings every candidate shares.
-    #[serde(default)]
-    pub base: toml::Table,
-    /// For each setting searched, the values it takes.
-    pub space: toml::Table,
-}
-
-/// Every configuration of `file`: the base settings with one value of each searched setting.
-pub fn configurations(file: &SpaceFile) -> Result<Vec<TrainConfig>> {
-    let mut tables = vec![file.base.clone()];
-    for (key, values) in &file.space {
-        let values = values.as_array().filter(|v| !v.is_empty()).ok_or_else(|| {
-            EngineError::invalid("search space", format!("`{key}` must be a non-empty list of values"))
-        })?;
-        if tables.len().saturating_mul(values.len()) > MAX_CONFIGURATIONS {
-            return Err(EngineError::invalid("search space", format!("more than {MAX_CONFIGURATIONS} configurations")));
-        }
-        tables = tables
-            .iter()
-            .flat_map(|t| values.iter().map(move |v| (t.clone(), v.clone())))
-            .map(|(mut t, v)| {
-                t.insert(key.clone(), v);
-                t
-            })
-            .collect();
-    }
-    tables
-        .into_iter()
-        .map(|t| {
-            let config = TrainConfig::deserialize(t)
-                .map_err(|e| EngineError::invalid("search space", e.message().to_string()))?;
-            config.privacy()?;
-            Ok(config)
-        })
-        .collect()
-}
 
 /// What `dptrain tune` releases (report.json of the search's folder).
 #[derive(Debug, Clone, Serialize)]
@@ -93,8 +50,8 @@ pub struct TuneReport {
 /// How a search runs.
 #[derive(Debug, Clone)]
 pub struct Tune {
-    /// The configurations.
-    pub configs: Vec<TrainConfig>,
+    /// The space searched.
+    pub space: Space,
     /// How the number of candidates is drawn.
     pub repetitions: Repetitions,
     /// The whole search's epsilon.
@@ -110,24 +67,44 @@ pub struct Tune {
     pub out_dir: PathBuf,
     /// Replace another search's state in `out_dir`.
     pub overwrite: bool,
+    /// Continue the interrupted search in `out_dir`.
+    pub resume: bool,
     /// Raised (by a signal handler) to stop the search after the current step.
     pub interrupt: Option<&'static AtomicBool>,
 }
 
-/// Runs the search, telling `observe` of each candidate's run (its folder is private: what is
-/// told is shown on this terminal only).
+/// A configuration of the space as the search sees it: a cell with the ranges drawn in it (both
+/// in the journal's fingerprint, so a resumed search refuses another space).
+#[derive(Debug, Clone, Serialize)]
+struct Cell<'a> {
+    config: &'a TrainConfig,
+    ranges: &'a [(String, Range)],
+    shape: TrainingShape,
+}
+
+/// What a finished candidate leaves in the journal: its folder's name, its configuration (its
+/// ranges' values drawn) and its model's test accuracy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Outcome {
+    name: String,
+    config: TrainConfig,
+    test_accuracy: f64,
+}
+
+/// Runs (or, resuming, continues) the search, telling `observe` of each candidate's run (its
+/// folder is private: what is told is shown on this terminal only).
 pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)) -> Result<TuneReport> {
     // One search per folder at a time: two would spend the data's privacy twice.
     let _lock = RunLock::acquire(&t.out_dir)?;
-    let state = prepare(&t.out_dir, t.overwrite)?;
-    let first = t.configs.first().ok_or_else(|| EngineError::invalid("search space", "holds no candidate"))?;
+    let journal = prepare(&t.out_dir, t.overwrite, t.resume)?;
+    let first = t.space.cells.first().ok_or_else(|| EngineError::invalid("search space", "holds no candidate"))?;
     let held_out = first.validation.ok_or_else(|| {
         EngineError::invalid(
             "search space",
             "give `validation` (held-out training examples) in [base]: candidates are scored on it",
         )
     })?;
-    if t.configs.iter().any(|c| c.validation != Some(held_out) || c.dataset != first.dataset) {
+    if t.space.cells.iter().any(|c| c.validation != Some(held_out) || c.dataset != first.dataset) {
         return Err(EngineError::invalid("search space", "every candidate must share the dataset and `validation`"));
     }
     let n = first
@@ -135,8 +112,13 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
         .load(&data_folder(first.dataset, first.data_dir.as_deref())?, Split::Train)?
         .len()
         .saturating_sub(held_out);
-    let shapes = t.configs.iter().map(|c| shape(c, n)).collect::<Result<Vec<_>>>()?;
-    let mut index = 0usize;
+    let cells: Vec<Cell<'_>> = t
+        .space
+        .cells
+        .iter()
+        .zip(t.space.shapes(n)?)
+        .map(|(config, shape)| Cell { config, ranges: &t.space.ranges, shape })
+        .collect();
     let settings = SearchSettings {
         repetitions: t.repetitions,
         target_epsilon: t.target_epsilon,
@@ -145,93 +127,113 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
         seed: t.seed,
     };
     let searched = search(
-        &(0..t.configs.len()).collect::<Vec<_>>(),
-        |&i| shapes[i],
+        &cells,
+        |cell| cell.shape,
         &settings,
-        |&i, z| {
-            index += 1;
-            // A name from the OS, not the candidate's rank: the released model's files must not
-            // say how many candidates came before it.
-            let name = format!("candidate-{}", hex::encode(&SecretKey::from_os().as_bytes()[..8]));
-            let config = candidate(&t.configs[i], z, &state.join(name), t.seed.map(|s| s ^ index as u64));
-            let options = RunOptions { interrupt: t.interrupt, ..RunOptions::default() };
-            let session = Session { resume: false, options };
-            let (report, test_accuracy) = train_then_test(config, session, device, observe)?;
-            if report.interrupted {
-                return Err(EngineError::Interrupted(format!(
-                    "the search: the candidates so far spent part of its budget and {} keeps them; it cannot be resumed (give --overwrite to start again)",
-                    t.out_dir.display()
-                )));
-            }
-            let correct = (report.test_accuracy * held_out as f64).round() as usize;
-            Ok(Trained { value: (report.run_dir, test_accuracy), correct, evaluated: held_out })
+        &journal,
+        |c| {
+            let (outcome, accuracy) = candidate(t, &c, &journal, device, observe)?;
+            Ok(Trained { value: outcome, correct: (accuracy * held_out as f64).round() as usize, evaluated: held_out })
         },
     )?;
-    finish(t, searched.chosen, searched.privacy, &state)
+    finish(t, searched.chosen.map(|(_, outcome, score)| (outcome, score)), searched.privacy, journal)
 }
 
-/// The training shape of `config` on `n` examples.
-fn shape(config: &TrainConfig, n: usize) -> Result<TrainingShape> {
-    let settings = config.privacy()?.settings;
-    Ok(TrainingShape { sample_rate: settings.lot_size as f64 / n.max(1) as f64, steps: settings.planned_steps(n)? })
+/// Trains (or continues) candidate `c` in its folder of the journal: a run with a checkpoint
+/// resumes (a finished one is only evaluated again), any other starts afresh (it took no step);
+/// gives its outcome and its accuracy on the held-out examples.
+fn candidate(
+    t: &Tune,
+    c: &Candidate<'_, Cell<'_>>,
+    journal: &Journal,
+    device: &SelectedDevice,
+    observe: &mut dyn FnMut(Told<'_>),
+) -> Result<(Outcome, f64)> {
+    let config = t.space.candidate(c.config.config, c.draw)?;
+    let dir = journal.dir().join(c.name);
+    let resume = occupied(&checkpoint_path(&dir));
+    let run = TrainConfig {
+        noise_multiplier: Some(c.noise_multiplier),
+        target_epsilon: None,
+        out_dir: dir,
+        seed: t.seed.map(|_| c.draw),
+        ..config.clone()
+    };
+    // The key stays until the search ends (a finished candidate may be evaluated again on
+    // resume); the whole journal goes then, and the chosen folder never keeps it.
+    let options = RunOptions { interrupt: t.interrupt, keep_key: true, overwrite: !resume, ..RunOptions::default() };
+    let (report, test_accuracy) = train_then_test(run, Session { resume, options }, device, observe)?;
+    if report.interrupted {
+        return Err(EngineError::Interrupted(format!(
+            "the search is interrupted; continue it with `dptrain tune --resume` and the same --space and settings (--out-dir {}): starting it again would spend the data's privacy twice",
+            t.out_dir.display()
+        )));
+    }
+    Ok((Outcome { name: c.name.to_string(), config, test_accuracy }, report.test_accuracy))
 }
 
-/// `config` as one candidate: at noise multiplier `z`, in `dir`, with `seed`.
-fn candidate(config: &TrainConfig, z: f64, dir: &Path, seed: Option<u64>) -> TrainConfig {
-    TrainConfig { noise_multiplier: Some(z), target_epsilon: None, out_dir: dir.to_path_buf(), seed, ..config.clone() }
-}
-
-/// The search's private folder in `out_dir`, refused while it holds an interrupted search
-/// (its candidates spent privacy: running again would spend it twice) unless `overwrite`.
-fn prepare(out_dir: &Path, overwrite: bool) -> Result<PathBuf> {
+/// The journal of the search in `out_dir`: the interrupted one's when `resume`, else a new one,
+/// refused while the folder holds another search (its candidates spent privacy: running again
+/// would spend it twice) unless `overwrite`.
+fn prepare(out_dir: &Path, overwrite: bool, resume: bool) -> Result<Journal> {
     let state = out_dir.join(STATE_DIR);
-    if occupied(&state) || occupied(&out_dir.join("report.json")) {
+    let report = out_dir.join(REPORT_FILE);
+    if resume {
+        if !occupied(&state) {
+            let why = match occupied(&report) {
+                true => "holds a complete search: nothing is left to resume",
+                false => "holds no search to resume",
+            };
+            return Err(file_error(out_dir, why).into());
+        }
+        return Journal::open(&state);
+    }
+    if occupied(&state) || occupied(&report) {
         if !overwrite {
             return Err(EngineError::invalid(
                 "out dir",
                 format!(
-                    "{} holds another search (an interrupted one has spent part of its budget: resuming is not supported, and running it again spends the data's privacy twice); give --overwrite to replace it, or another --out-dir",
+                    "{} holds another search: give --resume to continue an interrupted one (running it again would spend the data's privacy twice), --overwrite to replace it, or another --out-dir",
                     out_dir.display()
                 ),
             ));
         }
         std::fs::remove_dir_all(&state)
             .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+            .or_else(|_| std::fs::remove_file(&state))
             .map_err(|e| file_error(&state, e))?;
-        remove_if_present(&out_dir.join("report.json"))?;
+        remove_if_present(&report)?;
     }
-    // Created here, never an existing folder or a link planted in its place.
-    std::fs::create_dir(&state).map_err(|e| file_error(&state, e))?;
-    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).map_err(|e| file_error(&state, e))?;
-    Ok(state)
+    Journal::create(&state)
 }
 
-/// Releases the chosen candidate: its run folder moved to `chosen/`, the report written, the
-/// private folder removed.
-fn finish(
-    t: &Tune,
-    chosen: Option<(usize, (PathBuf, f64), f64)>,
-    privacy: PrivacyReport,
-    state: &Path,
-) -> Result<TuneReport> {
+/// Releases the chosen candidate: its run folder moved to `chosen/` with its model only, the
+/// report written, the journal removed. Each part may run again (a search killed here resumes
+/// to finish).
+fn finish(t: &Tune, chosen: Option<(Outcome, f64)>, privacy: PrivacyReport, journal: Journal) -> Result<TuneReport> {
     let mut report = TuneReport { chosen: None, validation_score: None, test_accuracy: None, privacy, run_dir: None };
-    if let Some((i, (dir, test_accuracy), score)) = chosen {
+    if let Some((outcome, score)) = chosen {
+        let from = journal.dir().join(&outcome.name);
         let to = t.out_dir.join("chosen");
-        if to.exists() {
-            std::fs::remove_dir_all(&to).map_err(|e| file_error(&to, e))?;
+        if from.is_dir() {
+            if std::fs::symlink_metadata(&to).is_ok() {
+                std::fs::remove_dir_all(&to).or_else(|_| std::fs::remove_file(&to)).map_err(|e| file_error(&to, e))?;
+            }
+            std::fs::rename(&from, &to).map_err(|e| file_error(&to, e))?;
         }
-        std::fs::rename(&dir, &to).map_err(|e| file_error(&to, e))?;
         // Only the model is released: the run's own report, metrics and curves hold its exact
-        // held-out accuracy and its own (smaller) epsilon, and its settings its folder's name.
-        for file in [CONFIG_FILE, METRICS_FILE, REPORT_FILE, PLOT_FILE, PLOT_PNG] {
+        // held-out accuracy and its own (smaller) epsilon, its settings its folder's name, and
+        // its key file the keys of its noise.
+        for file in [CONFIG_FILE, METRICS_FILE, REPORT_FILE, PLOT_FILE, PLOT_PNG, KEY_FILE] {
             remove_if_present(&to.join(file))?;
         }
-        report.chosen = Some(TrainConfig { seed: None, ..t.configs[i].clone() });
-        (report.validation_score, report.test_accuracy, report.run_dir) = (Some(score), Some(test_accuracy), Some(to));
+        report.chosen = Some(TrainConfig { seed: None, ..outcome.config });
+        report.validation_score = Some(score);
+        (report.test_accuracy, report.run_dir) = (Some(outcome.test_accuracy), Some(to));
     }
-    std::fs::remove_dir_all(state).map_err(|e| file_error(state, e))?;
     let json = serde_json::to_vec_pretty(&report).map_err(|e| EngineError::invalid("report", e.to_string()))?;
-    write_atomic(&t.out_dir.join("report.json"), &json, PUBLIC)?;
+    write_atomic(&t.out_dir.join(REPORT_FILE), &json, PUBLIC)?;
+    journal.remove()?;
     Ok(report)
 }
 

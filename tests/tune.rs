@@ -1,14 +1,17 @@
 //! `dptrain tune` end to end on a tiny dataset: the search's epsilon at most its target and
 //! certified, only the chosen candidate released (its configuration, noisy score, test accuracy
 //! and model file, nothing of the others, no count of them printed), its private folder gone, a
-//! seeded search reproducible, and the hostile cases one line each.
+//! seeded search reproducible, an interrupted (Ctrl-C) or killed (SIGKILL) search resumed to
+//! the uninterrupted one's release, and the hostile cases one line each.
 
 mod common;
 
 use common::*;
 use serde_json::Value;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// A space over `data`: logistic regression, 100 held-out examples, two learning rates and two
 /// lot sizes.
@@ -87,4 +90,94 @@ fn hostile_searches_are_one_line_errors() {
         &(0..5).map(|i| format!("k{i} = [{}]", vec!["1"; 20].join(","))).collect::<Vec<_>>().join("\n"),
     );
     one_line_error(&tune(&huge, &out, &["--target-epsilon", "3"]), "configurations");
+}
+
+/// What two runs of one seeded search must release alike.
+fn released(out: &Path) -> Value {
+    let r: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    serde_json::json!([r["chosen"], r["validation_score"], r["test_accuracy"], r["epsilon"], r["guarantee"]])
+}
+
+/// Starts the search of `args` into `out` and sends `signal` once a candidate has written its
+/// first checkpoint; gives the process's output.
+fn stopped(args: &[&str], out: &Path, signal: &str) -> std::process::Output {
+    let child = Command::new(binary()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let checkpointed = || {
+        std::fs::read_dir(out.join("search-state"))
+            .map(|d| d.flatten().any(|e| e.path().join("checkpoint.bin").exists()))
+            .unwrap_or(false)
+    };
+    while !checkpointed() {
+        assert!(Instant::now() < deadline, "no candidate started");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_stopped_search_resumes_to_the_uninterrupted_release() {
+    let (tmp, data) = temp_with_dataset(400);
+    let s = space(
+        tmp.path(),
+        &data,
+        "learning_rate = { low = 0.25, high = 2.0, scale = \"log\" }\nlot_size = [25, 50]\nepochs = [15.0]",
+    );
+    let args = |out: &Path| {
+        let o = out.to_str().unwrap().to_string();
+        ["tune", "--space", &s, "--device", "cpu", "--out-dir", &o, "--score-noise", "5", "--target-epsilon", "4"]
+            .into_iter()
+            .map(String::from)
+            .chain(["--candidates", "3", "--seed", "4"].map(String::from))
+            .collect::<Vec<_>>()
+    };
+    let run = |out: &Path, extra: &[&str]| {
+        let a = args(out);
+        dptrain(&[a.iter().map(String::as_str).collect::<Vec<_>>(), extra.to_vec()].concat())
+    };
+    let whole = tmp.path().join("whole");
+    assert!(run(&whole, &[]).status.success());
+    let lr = released(&whole)[0]["learning_rate"].as_f64().unwrap();
+    assert!((0.25..=2.0).contains(&lr) && lr != 0.25 && lr != 2.0, "drawn in the range: {lr}");
+    for signal in ["-INT", "-KILL"] {
+        let out = tmp.path().join(&signal[1..]);
+        let a = args(&out);
+        let stop = stopped(&a.iter().map(String::as_str).collect::<Vec<_>>(), &out, signal);
+        assert!(!stop.status.success() && !out.join("report.json").exists(), "{signal}: stopped mid-search");
+        if signal == "-INT" {
+            assert_eq!(stop.status.code(), Some(130));
+            let stderr = String::from_utf8_lossy(&stop.stderr);
+            assert!(stderr.trim().lines().last().unwrap().contains("dptrain tune --resume"), "{stderr}");
+        }
+        // Not without --resume: a rerun would spend the data's privacy twice.
+        one_line_error(&run(&out, &[]), "give --resume");
+        let resumed = run(&out, &["--resume"]);
+        assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+        assert_eq!(released(&out), released(&whole), "{signal}: the uninterrupted search's release");
+        assert!(!out.join("search-state").exists());
+        let chosen: Vec<_> = std::fs::read_dir(out.join("chosen")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(chosen, ["checkpoint.bin"], "the model only, no key file");
+        one_line_error(&run(&out, &["--resume"]), "complete search");
+    }
+}
+
+#[test]
+fn a_resumed_search_refuses_an_edited_state_and_other_settings() {
+    let (tmp, data) = temp_with_dataset(400);
+    let s = space(tmp.path(), &data, "learning_rate = [0.5, 1.0]\nepochs = [15.0]");
+    let out = tmp.path().join("o");
+    one_line_error(&tune(&s, &out, &["--target-epsilon", "4", "--resume"]), "holds no search to resume");
+    let o = out.to_str().unwrap();
+    let args =
+        ["tune", "--space", &s, "--device", "cpu", "--out-dir", o, "--score-noise", "5", "--target-epsilon", "4"];
+    let stop = stopped(&[&args[..], &["--candidates", "4", "--seed", "2"]].concat(), &out, "-KILL");
+    assert!(!stop.status.success());
+    let resume = |extra: &[&str]| tune(&s, &out, &[&["--target-epsilon", "4", "--resume"][..], extra].concat());
+    one_line_error(&resume(&["--candidates", "4", "--seed", "3"]), "another space or other settings");
+    let state = out.join("search-state/search.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    std::fs::write(&state, text.replacen("\"done\":0", "\"done\":1", 1).replacen("\"draw\":", "\"draw\":1", 1))
+        .unwrap();
+    one_line_error(&resume(&["--candidates", "4", "--seed", "2"]), "seal does not verify");
 }

@@ -7,8 +7,9 @@ use dp_data::safe_files::read_following;
 use dp_engine::DeviceChoice;
 use dp_run::folder::MAX_CONFIG;
 use dp_run::{Event, interrupt};
+use dptrain::search_space::{SpaceFile, configurations};
 use dptrain::trainer::Told;
-use dptrain::tune::{SpaceFile, Tune, TuneReport, configurations, repetitions, tune};
+use dptrain::tune::{Tune, TuneReport, repetitions, tune};
 use std::path::PathBuf;
 
 /// Search hyper-parameters on the private data with the whole search's privacy accounted
@@ -20,18 +21,21 @@ use std::path::PathBuf;
 /// calibrated so that the search meets --target-epsilon.
 ///
 /// K, the other candidates and their scores are the mechanism's internal state: they live in
-/// OUT/search-state (owner-only) while the search runs and are removed when it completes;
-/// publishing them voids the bound, so nothing here prints them. An interrupted search cannot
-/// be resumed yet (running it again would spend the data's privacy twice): its folder is
-/// refused until --overwrite.
+/// OUT/search-state (owner-only, sealed) while the search runs and are removed when it
+/// completes; publishing them voids the bound, so nothing here prints them. Ctrl-C stops the
+/// search with the candidate in training checkpointed; `--resume` continues it (same --space
+/// and settings): K is not drawn again, no finished candidate trains again, and a state edited
+/// since is refused.
 ///
 /// The space file: `[base]` holds `dptrain train` settings (keys as in --config; `validation =
-/// N` is required), `[space]` a list of values for any setting, e.g.
+/// N` is required), `[space]` a list of values for any setting, or a range drawn for each
+/// candidate (`scale` linear or log; integers when both bounds are) for a setting that does
+/// not change the training's lot size or steps, e.g.
 ///   [base]
 ///   model = "scatnet-linear"
 ///   validation = 5000
 ///   [space]
-///   learning_rate = [4.0, 8.0, 16.0]
+///   learning_rate = { low = 2.0, high = 16.0, scale = "log" }
 ///   lot_size = [4096, 8192]
 ///
 /// Example:
@@ -72,8 +76,13 @@ pub struct TuneArgs {
     out_dir: PathBuf,
 
     /// Replace another search in --out-dir (an interrupted search's spent budget is then lost).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     overwrite: bool,
+
+    /// Continue the interrupted search in --out-dir (give the --space and settings it was
+    /// started with).
+    #[arg(long)]
+    resume: bool,
 
     /// Seed a reproducible search (its draws are then only as secret as the seed).
     #[arg(long)]
@@ -91,7 +100,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let file: SpaceFile =
         toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", args.space.display(), e.message()))?;
     let search = Tune {
-        configs: configurations(&file)?,
+        space: configurations(&file)?,
         repetitions: repetitions(&args.distribution, args.candidates)?,
         target_epsilon: args.target_epsilon,
         delta: args.delta,
@@ -99,6 +108,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         seed: args.seed,
         out_dir: args.out_dir.clone(),
         overwrite: args.overwrite,
+        resume: args.resume,
         interrupt: Some(interrupt::install()),
     };
     let device = args.device.open()?;

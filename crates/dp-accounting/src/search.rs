@@ -22,7 +22,7 @@ use crate::validate;
 const HUGE_NOISE: f64 = 1e6;
 
 /// What one configuration's training is, apart from its noise.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TrainingShape {
     /// Poisson sampling rate q.
     pub sample_rate: f64,

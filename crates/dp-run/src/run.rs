@@ -152,6 +152,11 @@ impl<'a, M: Module> Run<'a, M> {
         observe(&Event::started(&begun.dp, &selected, &table, source.len(), begun.at.step));
         let Begun { lock, config_digest, started, at, mut dp } = begun;
         let steps = StepLoop { session: &self.session, lock: &lock, config_digest, started, source, device: &selected };
+        if at.step == 0 {
+            // Checkpointed before its first step: a run killed at any point resumes with its own
+            // keys (the noise it drew again), never started afresh with new noise.
+            steps.save(0.0, &at.model, &dp)?;
+        }
         let ended = steps.run(&mut dp, at, &mut *observe)?;
         let report = steps.finish(&dp, &ended)?;
         if report.completed && !self.session.options.keep_key {

@@ -5,22 +5,30 @@
 //! (`dp_accounting::search::calibrate_search`), its score is released through a Gaussian noisy
 //! count when it is computed on private held-out data, and only the best candidate comes back,
 //! with the search's epsilon. K and the other candidates are the mechanism's internal state:
-//! publishing them voids the bound, and they are not in what comes back.
+//! publishing them voids the bound, and they are not in what comes back. The plan (K and every
+//! candidate's draws) is drawn before any candidate trains and kept with the progress in a
+//! sealed [`Journal`]: an interrupted search resumes from it, never redrawing K, rerunning a
+//! finished candidate or releasing a score with fresh noise.
+
+pub mod journal;
+mod plan;
 
 use dp_accounting::PrivacyReport;
-use dp_accounting::repeat_and_select::{MAX_MEAN, Repetitions};
+use dp_accounting::repeat_and_select::Repetitions;
 use dp_accounting::search::{TrainingShape, calibrate_search};
 use dp_data::ChaChaState;
 use dp_engine::error::{EngineError, Result};
-use rand::Rng;
-use rand_chacha::ChaCha20Rng;
-use rand_distr::StandardNormal;
+pub use journal::Journal;
+use journal::{Best, State};
+use plan::draw_plan;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 /// The ChaCha20 stream of a search's draws (K, the configurations, the scores' noise).
 pub const SEARCH_STREAM: u64 = 5;
 
 /// How a candidate's score is computed.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Score {
     /// On public data (a held-out set no one's privacy covers): released as is, free.
     Public,
@@ -35,7 +43,7 @@ pub enum Score {
 }
 
 /// What determines a search's privacy.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct SearchSettings {
     /// How K is drawn.
     pub repetitions: Repetitions,
@@ -49,11 +57,26 @@ pub struct SearchSettings {
     pub seed: Option<u64>,
 }
 
+/// One candidate to train, as the search's plan drew it.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'c, C> {
+    /// Its configuration.
+    pub config: &'c C,
+    /// The noise multiplier its training must use (calibrated for the whole search).
+    pub noise_multiplier: f64,
+    /// Its name, drawn from the OS (not its rank): a folder of its own may take it, and a
+    /// resumed search gives the same name again, to continue what it left there.
+    pub name: &'c str,
+    /// A number drawn for it by the search's CSPRNG: the seed of anything it draws without
+    /// looking at the data (values of continuous settings; a seeded search's run seed).
+    pub draw: u64,
+}
+
 /// What one candidate's training gives: its result and its correct predictions on the
 /// held-out examples (private or public).
 #[derive(Debug, Clone)]
 pub struct Trained<T> {
-    /// The candidate's result (a model, a report).
+    /// The candidate's result (a model's file, a report), kept in the journal until released.
     pub value: T,
     /// Correct predictions on the held-out examples.
     pub correct: usize,
@@ -71,16 +94,15 @@ pub struct Searched<C, T> {
     pub privacy: PrivacyReport,
 }
 
-/// The most candidates a search runs: refused beyond (a heavy tail drawn from an absurd mean).
-const MAX_CANDIDATES: u64 = 100_000;
-
 /// Runs the search over `configs` (each one's training shape given by `shape_of`) under
-/// `settings`: `train` trains one candidate at the noise multiplier it is given.
-pub fn search<C: Clone, T>(
+/// `settings`, or continues the one `journal` holds: `train` trains one candidate. The journal
+/// is left in place (the caller removes it once it has released the choice).
+pub fn search<C: Clone + Serialize, T: Serialize + DeserializeOwned>(
     configs: &[C],
     shape_of: impl Fn(&C) -> TrainingShape,
     settings: &SearchSettings,
-    mut train: impl FnMut(&C, f64) -> Result<Trained<T>>,
+    journal: &Journal,
+    mut train: impl FnMut(Candidate<'_, C>) -> Result<Trained<T>>,
 ) -> Result<Searched<C, T>> {
     if configs.is_empty() {
         return Err(EngineError::invalid("search space", "holds no candidate"));
@@ -92,40 +114,65 @@ pub fn search<C: Clone, T>(
     };
     let calibrated =
         calibrate_search(&shapes, score_noise, settings.repetitions, settings.target_epsilon, settings.delta)?;
+    let mut state = begun(journal, fingerprint(configs, &shapes, settings)?, settings, configs.len())?;
+    for position in state.done..state.plan.len() {
+        let planned = state.plan[position].clone();
+        let candidate = Candidate {
+            config: &configs[planned.config],
+            noise_multiplier: calibrated.noise_multipliers[planned.config],
+            name: &planned.name,
+            draw: planned.draw,
+        };
+        let trained = train(candidate)?;
+        let score = released_score(&trained, settings.score, planned.score_noise)?;
+        if state.best.as_ref().is_none_or(|best| score > best.score) {
+            state.best = Some(Best { position, score, value: trained.value });
+        }
+        state.done = position + 1;
+        journal.save(&state)?;
+    }
+    let chosen = state.best.map(|b| (configs[state.plan[b.position].config].clone(), b.value, b.score));
+    Ok(Searched { chosen, privacy: calibrated.report })
+}
+
+/// The search's state: the journal's, refused when drawn for another search, or a new plan
+/// drawn (K, then each candidate's draws, from the search's CSPRNG) and saved before any
+/// candidate trains.
+fn begun<T: Serialize + DeserializeOwned>(
+    journal: &Journal,
+    fingerprint: String,
+    settings: &SearchSettings,
+    configs: usize,
+) -> Result<State<T>> {
+    if let Some(state) = journal.load::<T>()? {
+        if state.fingerprint != fingerprint || state.plan.iter().any(|p| p.config >= configs) {
+            return Err(EngineError::invalid(
+                "resume",
+                format!(
+                    "the search in {} was started with another space or other settings: continue it with those it was started with",
+                    journal.dir().display()
+                ),
+            ));
+        }
+        return Ok(state);
+    }
     let mut rng = ChaChaState::new(settings.seed, SEARCH_STREAM).restore();
-    let k = candidates(settings.repetitions, &mut rng)?;
-    let mut best: Option<(C, T, f64)> = None;
-    for _ in 0..k {
-        let i = rng.random_range(0..configs.len());
-        let trained = train(&configs[i], calibrated.noise_multipliers[i])?;
-        let score = released_score(&trained, settings.score, &mut rng)?;
-        if best.as_ref().is_none_or(|(_, _, s)| score > *s) {
-            best = Some((configs[i].clone(), trained.value, score));
-        }
-    }
-    Ok(Searched { chosen: best, privacy: calibrated.report })
+    let state = State::new(fingerprint, draw_plan(settings.repetitions, configs, &mut rng)?);
+    journal.save(&state)?;
+    Ok(state)
 }
 
-/// K, drawn by inverting its distribution function at a uniform draw of `rng`.
-pub(crate) fn candidates(repetitions: Repetitions, rng: &mut ChaCha20Rng) -> Result<u64> {
-    let repetitions = repetitions.validate()?;
-    let u: f64 = rng.random();
-    let mut cumulative = 0.0;
-    for (k, p) in (0..=MAX_CANDIDATES).zip(repetitions.probabilities()) {
-        cumulative += p;
-        if u < cumulative {
-            return Ok(k);
-        }
-    }
-    Err(EngineError::invalid(
-        "search",
-        format!("more than {MAX_CANDIDATES} candidates drawn (mean {} of at most {MAX_MEAN})", repetitions.mean()),
-    ))
+/// Digest of what a search's plan and noise depend on.
+fn fingerprint<C: Serialize>(configs: &[C], shapes: &[TrainingShape], settings: &SearchSettings) -> Result<String> {
+    let json = serde_json::to_vec(&(configs, shapes, settings))
+        .map_err(|e| EngineError::invalid("search space", format!("not expressible as JSON: {e}")))?;
+    Ok(crate::folder::sha256_hex(&json))
 }
 
-/// The score released for `trained`: its accuracy on public data, or its noisy count of correct
-/// predictions over the public number of private held-out examples.
-fn released_score<T>(trained: &Trained<T>, score: Score, rng: &mut ChaCha20Rng) -> Result<f64> {
+/// The score released for `trained`: its accuracy on public data, or its count of correct
+/// predictions over the public number of private held-out examples, with the plan's standard
+/// normal `noise` at the score's scale.
+fn released_score<T>(trained: &Trained<T>, score: Score, noise: f64) -> Result<f64> {
     match score {
         Score::Public => Ok(trained.correct as f64 / trained.evaluated.max(1) as f64),
         Score::Private { noise_multiplier, held_out } => {
@@ -135,7 +182,6 @@ fn released_score<T>(trained: &Trained<T>, score: Score, rng: &mut ChaCha20Rng) 
                     format!("{} held-out examples evaluated where the search declared {held_out}", trained.evaluated),
                 ));
             }
-            let noise: f64 = rng.sample(StandardNormal);
             Ok((trained.correct as f64 + noise_multiplier * noise) / held_out as f64)
         }
     }
@@ -144,50 +190,39 @@ fn released_score<T>(trained: &Trained<T>, score: Score, rng: &mut ChaCha20Rng) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dp_accounting::Guarantee;
 
-    #[test]
-    fn k_follows_its_distribution_and_is_drawn_from_a_secret_key() {
-        let repetitions = Repetitions::TruncatedNegativeBinomial { shape: 1.0, mean: 4.0 };
-        let mut rng = ChaChaState::new(Some(9), SEARCH_STREAM).restore();
-        let draws: Vec<u64> = (0..20_000).map(|_| candidates(repetitions, &mut rng).unwrap()).collect();
-        let mean = draws.iter().sum::<u64>() as f64 / draws.len() as f64;
-        assert!((mean - 4.0).abs() < 0.15, "mean {mean}");
-        for k in 1..6 {
-            let seen = draws.iter().filter(|&&d| d == k).count() as f64 / draws.len() as f64;
-            let p = repetitions.probability(k);
-            assert!(
-                (seen - p).abs() < 4.0 * (p * (1.0 - p) / draws.len() as f64).sqrt() + 1e-3,
-                "P[K={k}] {seen} vs {p}"
-            );
-        }
-        // Seeded: reproducible; unseeded: keyed by the OS, so two searches draw differently.
-        let seq = |seed| {
-            let mut rng = ChaChaState::new(seed, SEARCH_STREAM).restore();
-            (0..64).map(|_| candidates(repetitions, &mut rng).unwrap()).collect::<Vec<_>>()
-        };
-        assert_eq!(seq(Some(3)), seq(Some(3)));
-        assert_ne!(seq(None), seq(None), "unseeded draws come from the OS");
-        assert!(candidates(Repetitions::Poisson { mean: 1e9 }, &mut rng).is_err(), "absurd mean");
-    }
-
-    #[test]
-    fn the_best_candidate_comes_back_with_the_searchs_certified_epsilon() {
-        let configs: Vec<u32> = (0..6).collect();
-        let settings = SearchSettings {
+    fn settings() -> SearchSettings {
+        SearchSettings {
             repetitions: Repetitions::TruncatedNegativeBinomial { shape: 1.0, mean: 8.0 },
             target_epsilon: 2.0,
             delta: 1e-5,
             score: Score::Private { noise_multiplier: 20.0, held_out: 1000 },
             seed: Some(11),
-        };
-        let shape = |_: &u32| TrainingShape { sample_rate: 0.01, steps: 300 };
+        }
+    }
+
+    fn shape(_: &u32) -> TrainingShape {
+        TrainingShape { sample_rate: 0.01, steps: 300 }
+    }
+
+    /// A candidate of configuration c: 100 c correct predictions of 1000.
+    fn trained(c: &Candidate<'_, u32>) -> Result<Trained<u32>> {
+        Ok(Trained { value: *c.config, correct: 100 * *c.config as usize, evaluated: 1000 })
+    }
+
+    #[test]
+    fn the_best_candidate_comes_back_with_the_searchs_certified_epsilon() {
+        let configs: Vec<u32> = (0..6).collect();
+        let tmp = tempfile::tempdir().unwrap();
+        let journal = Journal::create(tmp.path().join("s")).unwrap();
         let mut seen = Vec::new();
-        let out = search(&configs, shape, &settings, |&c, z| {
-            seen.push((c, z));
-            Ok(Trained { value: c, correct: 100 * c as usize, evaluated: 1000 })
+        let out = search(&configs, shape, &settings(), &journal, |c| {
+            seen.push((*c.config, c.noise_multiplier));
+            trained(&c)
         })
         .unwrap();
-        assert!(out.privacy.epsilon <= 2.0 && out.privacy.guarantee == dp_accounting::Guarantee::Certified);
+        assert!(out.privacy.epsilon <= 2.0 && out.privacy.guarantee == Guarantee::Certified);
         let (config, value, score) = out.chosen.expect("K >= 1 for a truncated negative binomial");
         let best_seen = seen.iter().map(|(c, _)| *c).max().unwrap();
         assert_eq!((config, value), (best_seen, best_seen), "scores 0.1 apart, noise 0.02: the best wins");
@@ -195,12 +230,53 @@ mod tests {
         assert_ne!(score, 0.1 * f64::from(best_seen), "the score released is noisy");
         assert!(seen.iter().all(|(_, z)| (z - seen[0].1).abs() < 1e-12), "one shape, one noise multiplier");
         // Hostile: an empty space; a budget the scores alone exceed; a score over another count.
-        let never = |_: &u32, _: f64| -> Result<Trained<u32>> { unreachable!("no candidate trains") };
-        assert!(search(&[] as &[u32], shape, &settings, never).is_err());
-        let tight = SearchSettings { target_epsilon: 0.05, ..settings };
-        let err = search(&configs, shape, &tight, never).unwrap_err().to_string();
+        let dir = |name: &str| Journal::create(tmp.path().join(name)).unwrap();
+        let never = |_: Candidate<'_, u32>| -> Result<Trained<u32>> { unreachable!("no candidate trains") };
+        assert!(search(&[] as &[u32], shape, &settings(), &dir("a"), never).is_err());
+        let tight = SearchSettings { target_epsilon: 0.05, ..settings() };
+        let err = search(&configs, shape, &tight, &dir("b"), never).unwrap_err().to_string();
         assert!(err.contains("too small"), "{err}");
-        let wrong = search(&configs, shape, &settings, |&c, _| Ok(Trained { value: c, correct: 1, evaluated: 10 }));
-        assert!(wrong.is_err());
+        let wrong = |c: Candidate<'_, u32>| Ok(Trained { value: *c.config, correct: 1, evaluated: 10 });
+        assert!(search(&configs, shape, &settings(), &dir("c"), wrong).is_err());
+    }
+
+    #[test]
+    fn an_interrupted_search_resumes_its_plan_and_never_reruns_a_finished_candidate() {
+        let configs: Vec<u32> = (0..6).collect();
+        let tmp = tempfile::tempdir().unwrap();
+        let whole =
+            search(&configs, shape, &settings(), &Journal::create(tmp.path().join("whole")).unwrap(), |c| trained(&c))
+                .unwrap();
+        let mut names = Vec::new();
+        let dir = tmp.path().join("stopped");
+        let journal = Journal::create(&dir).unwrap();
+        let stopped = search(&configs, shape, &settings(), &journal, |c| {
+            names.push((c.name.to_string(), *c.config, c.draw));
+            match names.len() {
+                3 => Err(EngineError::Interrupted("the third candidate".into())),
+                _ => trained(&c),
+            }
+        });
+        assert!(matches!(stopped, Err(EngineError::Interrupted(_))));
+        let journal = Journal::open(&dir).unwrap();
+        let mut resumed_names = Vec::new();
+        let resumed = search(&configs, shape, &settings(), &journal, |c| {
+            resumed_names.push((c.name.to_string(), *c.config, c.draw));
+            trained(&c)
+        })
+        .unwrap();
+        assert_eq!(resumed_names[0], names[2], "the interrupted candidate continues, with its name and draws");
+        assert!(resumed_names[1..].iter().all(|n| !names.contains(n)), "no finished candidate reruns");
+        let (a, b) = (whole.chosen.unwrap(), resumed.chosen.unwrap());
+        assert_eq!((a.0, a.1, a.2, whole.privacy.epsilon), (b.0, b.1, b.2, resumed.privacy.epsilon));
+        // Resumed with other settings: refused (the plan and the noise were drawn for these).
+        let other = SearchSettings { target_epsilon: 3.0, ..settings() };
+        let err = search(&configs, shape, &other, &journal, trained_by_value).unwrap_err().to_string();
+        assert!(err.contains("another space or other settings"), "{err}");
+        assert!(search(&configs[..5], shape, &settings(), &journal, trained_by_value).is_err());
+    }
+
+    fn trained_by_value(c: Candidate<'_, u32>) -> Result<Trained<u32>> {
+        trained(&c)
     }
 }

@@ -92,7 +92,7 @@ impl<M: Module> StepLoop<'_, '_, M> {
 
     /// Writes the checkpoint of `model` and `dp` after `seconds` of training, atomically, sealed
     /// with the run's MAC key.
-    fn save(&self, seconds: f64, model: &M, dp: &DpOptimizer<M>) -> Result<()> {
+    pub(crate) fn save(&self, seconds: f64, model: &M, dp: &DpOptimizer<M>) -> Result<()> {
         let path = checkpoint_path(&self.session.folder.dir);
         let state = dp.checkpoint(model).map_err(|e| e.of_checkpoint(&path))?;
         let header = Header {
