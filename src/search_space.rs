@@ -90,8 +90,21 @@ impl Range {
     }
 }
 
+/// The settings the search gives each candidate itself: refused in the file.
+const SET_BY_THE_SEARCH: [(&str, &str); 4] = [
+    ("noise_multiplier", "calibrated so that the whole search meets --target-epsilon"),
+    ("target_epsilon", "the search's total is --target-epsilon"),
+    ("seed", "the search's own --seed seeds its candidates"),
+    ("out_dir", "candidates train in the search's private folder"),
+];
+
 /// Every cell of `file`, and its ranges.
 pub fn configurations(file: &SpaceFile) -> Result<Space> {
+    for (key, why) in SET_BY_THE_SEARCH {
+        if file.base.contains_key(key) || file.space.contains_key(key) {
+            return Err(EngineError::invalid("search space", format!("`{key}` is set by the search: {why}")));
+        }
+    }
     let mut tables = vec![file.base.clone()];
     let mut ranges = Vec::new();
     for (key, values) in &file.space {
@@ -216,5 +229,7 @@ mod tests {
         refused("[space]\nlearning_rate = { low = 1.0, high = 2.0, step = 1 }", "step");
         refused("[space]\nlearning_rate = { low = \"a\", high = 2.0 }", "numbers");
         refused("[space]\nlearning_rate = []", "non-empty list");
+        refused("[base]\nnoise_multiplier = 0.5\n[space]\nlearning_rate = [1.0]", "set by the search");
+        refused("[space]\nseed = [1, 2]", "set by the search");
     }
 }

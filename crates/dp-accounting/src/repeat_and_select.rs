@@ -250,6 +250,24 @@ mod tests {
         assert!((geometric.probability(1) - 0.25).abs() < 1e-12 && (geometric.probability(2) - 0.1875).abs() < 1e-12);
     }
 
+    /// Papernot & Steinke's pure-DP corollary of Theorem 2: candidates that are eps-DP (RDP eps
+    /// at every order) make a truncated negative binomial search of shape eta (2 + eta) eps-DP,
+    /// the limit of the bound at large orders: 2 eps for the logarithmic distribution, 3 eps for
+    /// the geometric (Liu & Talwar 2019's figure, which the paper recovers). With eps small beside
+    /// log(1/gamma) the minimum over the second order is at the largest one, so the limit is met.
+    #[test]
+    fn pure_dp_candidates_give_the_papers_two_plus_eta_epsilon() {
+        let orders: Vec<f64> = (0..=90).map(|i| 1.5 * 10f64.powf(f64::from(i) / 10.0)).collect();
+        for (shape, eps) in [(0.0, 0.1), (0.5, 0.05), (1.0, 0.1), (2.0, 0.02)] {
+            let search = Repetitions::TruncatedNegativeBinomial { shape, mean: 10.0 };
+            let rdp = repeated_rdp(&orders, &vec![eps; orders.len()], search).unwrap();
+            let at_infinity = (2.0 + shape) * eps;
+            let top = rdp[orders.len() - 1];
+            assert!((top - at_infinity).abs() < 1e-6 * at_infinity, "eta {shape}: {top} vs {at_infinity}");
+            assert!(rdp.windows(2).all(|w| w[0] <= w[1] + 1e-15), "the bound does not decrease with the order");
+        }
+    }
+
     #[test]
     fn absurd_searches_are_refused() {
         let tnb = |shape, mean| Repetitions::TruncatedNegativeBinomial { shape, mean }.validate();
