@@ -69,6 +69,8 @@ pub struct Tune {
     pub overwrite: bool,
     /// Continue the interrupted search in `out_dir`.
     pub resume: bool,
+    /// Keep the journal (K, every candidate's model, score and keys) when the search completes.
+    pub keep_state: bool,
     /// Raised (by a signal handler) to stop the search after the current step.
     pub interrupt: Option<&'static AtomicBool>,
 }
@@ -208,7 +210,7 @@ fn prepare(out_dir: &Path, overwrite: bool, resume: bool) -> Result<Journal> {
 }
 
 /// Releases the chosen candidate: its run folder moved to `chosen/` with its model only, the
-/// report written, the journal removed. Each part may run again (a search killed here resumes
+/// report written, the journal removed unless kept. Each part may run again (a search killed here resumes
 /// to finish).
 fn finish(t: &Tune, chosen: Option<(Outcome, f64)>, privacy: PrivacyReport, journal: Journal) -> Result<TuneReport> {
     let mut report = TuneReport { chosen: None, validation_score: None, test_accuracy: None, privacy, run_dir: None };
@@ -233,7 +235,9 @@ fn finish(t: &Tune, chosen: Option<(Outcome, f64)>, privacy: PrivacyReport, jour
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| EngineError::invalid("report", e.to_string()))?;
     write_atomic(&t.out_dir.join(REPORT_FILE), &json, PUBLIC)?;
-    journal.remove()?;
+    if !t.keep_state {
+        journal.remove()?;
+    }
     Ok(report)
 }
 

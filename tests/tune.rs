@@ -58,6 +58,11 @@ fn a_search_releases_only_its_chosen_candidate_with_its_whole_epsilon() {
         tune(&s, &tmp.path().join("again"), &["--target-epsilon", "4", "--candidates", "3", "--seed", "1", "--json"]);
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!((&again["chosen"], &again["validation_score"]), (&report["chosen"], &report["validation_score"]));
+    // Kept on request, with the warning.
+    let kept = tmp.path().join("kept");
+    let run = tune(&s, &kept, &["--target-epsilon", "4", "--candidates", "3", "--seed", "1", "--keep-state"]);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("voids the search's bound"));
+    assert!(kept.join("search-state/search.json").exists() && kept.join("chosen/checkpoint.bin").exists());
     // The folder holds a search: refused until --overwrite (a rerun would spend twice).
     one_line_error(&tune(&s, &out, &["--target-epsilon", "4"]), "holds another search");
 }

@@ -84,6 +84,11 @@ pub struct TuneArgs {
     #[arg(long)]
     resume: bool,
 
+    /// Keep OUT/search-state when the search completes (K, every candidate's model, score and
+    /// keys), owner-only: for debugging; publishing any of it voids the search's bound.
+    #[arg(long)]
+    keep_state: bool,
+
     /// Seed a reproducible search (its draws are then only as secret as the seed).
     #[arg(long)]
     seed: Option<u64>,
@@ -109,6 +114,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         out_dir: args.out_dir.clone(),
         overwrite: args.overwrite,
         resume: args.resume,
+        keep_state: args.keep_state,
         interrupt: Some(interrupt::install()),
     };
     let device = args.device.open()?;
@@ -127,6 +133,12 @@ pub fn run(args: TuneArgs) -> Result<()> {
         Told::Run(_) => {}
     })?;
     progress.finish();
+    if args.keep_state {
+        eprintln!(
+            "warning: {} is kept (--keep-state): it holds K and every candidate; publishing any of it voids the search's bound",
+            args.out_dir.join(dptrain::tune::STATE_DIR).display()
+        );
+    }
     print(&report, args.json)?;
     if !args.json {
         println!("search report: {}", args.out_dir.join("report.json").display());
