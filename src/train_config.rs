@@ -40,6 +40,9 @@ pub struct TrainConfig {
     pub validation: Option<usize>,
     /// Normalisation layers (BatchNorm is refused).
     pub normalization: Normalization,
+    /// Initial weights from this safetensors file (pretrained on public data) instead of the
+    /// random initialisation.
+    pub init_from: Option<PathBuf>,
     /// Device.
     pub device: DeviceChoice,
     /// Privacy mechanism.
@@ -107,6 +110,7 @@ impl Default for TrainConfig {
             hidden: None,
             validation: None,
             normalization: Normalization::None,
+            init_from: None,
             device: DeviceChoice::Auto,
             mechanism: MechanismName::Gaussian,
             epochs: 1.0,

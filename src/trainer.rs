@@ -15,6 +15,7 @@ use dp_engine::classifier::evaluate;
 use dp_engine::optimizer::optimizer;
 use dp_engine::scatter_net::ScatterNet;
 use dp_engine::step::batching::Batching;
+use dp_engine::weights::load_weights;
 use dp_run::prelude::*;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -132,8 +133,9 @@ fn augmented_lots<'a>(
 }
 
 /// The zoo model `config` names for `test` (what the model reads: a ScatterNet model's
-/// features even where the training set is images), refused from arithmetic when a step on the
-/// device's physical batches would not fit the memory budget. A physical batch holds at least
+/// features even where the training set is images), its weights from `init_from` when given,
+/// refused from arithmetic when a step on the device's physical batches would not fit the
+/// memory budget. A physical batch holds at least
 /// one example's views, beyond --batch-size when they outnumber it.
 fn checked_model(
     config: &TrainConfig,
@@ -156,7 +158,11 @@ fn checked_model(
         bytes,
     )?;
     let mut init_rng = ChaChaState::new(config.seed, INIT_STREAM).restore();
-    build(spec, test.shape(), test.classes(), &mut init_rng, &device.device)
+    let model = build(spec, test.shape(), test.classes(), &mut init_rng, &device.device)?;
+    match &config.init_from {
+        Some(file) => load_weights(model, file, &[]),
+        None => Ok(model),
+    }
 }
 
 /// Trains as `config` says (or resumes the run in `config.out_dir`), reporting progress to

@@ -22,7 +22,7 @@ use dp_run::RunOptions;
 use dp_run::checkpoint::checkpoint_path;
 use dp_run::folder::keys::KEY_FILE;
 use dp_run::folder::lock::RunLock;
-use dp_run::folder::{CONFIG_FILE, METRICS_FILE, PLOT_FILE, PLOT_PNG, REPORT_FILE};
+use dp_run::folder::{CONFIG_FILE, METRICS_FILE, MODEL_FILE, PLOT_FILE, PLOT_PNG, REPORT_FILE};
 use dp_run::search::{Candidate, Journal, Score, SearchSettings, Trained, search};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -223,10 +223,10 @@ fn finish(t: &Tune, chosen: Option<(Outcome, f64)>, privacy: PrivacyReport, jour
             }
             std::fs::rename(&from, &to).map_err(|e| file_error(&to, e))?;
         }
-        // Only the model is released: the run's own report, metrics and curves hold its exact
-        // held-out accuracy and its own (smaller) epsilon, its settings its folder's name, and
-        // its key file the keys of its noise.
-        for file in [CONFIG_FILE, METRICS_FILE, REPORT_FILE, PLOT_FILE, PLOT_PNG, KEY_FILE] {
+        // Only the model is released: the run's own report, metrics, curves and model file hold
+        // its exact held-out accuracy and its own (smaller) epsilon, its settings its folder's
+        // name, and its key file the keys of its noise.
+        for file in [CONFIG_FILE, METRICS_FILE, REPORT_FILE, PLOT_FILE, PLOT_PNG, MODEL_FILE, KEY_FILE] {
             remove_if_present(&to.join(file))?;
         }
         report.chosen = Some(TrainConfig { seed: None, ..outcome.config });

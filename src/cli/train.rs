@@ -132,6 +132,14 @@ pub struct TrainArgs {
     #[arg(long, value_name = "N")]
     validation: Option<usize>,
 
+    /// Start from the weights in FILE (safetensors: another run's model.safetensors, or a
+    /// PyTorch state dict saved with `safetensors.torch.save_file`) instead of a random
+    /// initialisation, for DP fine-tuning. The file is treated as public: weights trained on the
+    /// private data would make the printed epsilon meaningless. Its tensors must be exactly the
+    /// model's, by name and shape (a mismatch names the tensor).
+    #[arg(long, value_name = "FILE")]
+    init_from: Option<PathBuf>,
+
     /// Normalisation layers: none, or batch (refused: BatchNorm has no DP version; use GroupNorm).
     #[arg(long, value_parser = parse::<Normalization>)]
     normalization: Option<Normalization>,
@@ -356,6 +364,7 @@ impl TrainArgs {
             augmult,
             augment_padding,
             augment_mirror,
+            init_from,
             seed
         );
         if self.noise_multiplier.is_some() {

@@ -61,6 +61,7 @@ pub mod selftest;
 pub mod smoothing;
 pub mod step;
 mod stream_key_file;
+pub mod weights;
 
 // The device, clipping, noise and tensor helpers live in dp-kernels, which DP-ERM shares.
 pub use dp_kernels::{backend, clipping, noise, tensor_io};

@@ -24,4 +24,5 @@ pub use crate::privacy_config::PrivacyConfig;
 pub use crate::privacy_engine::PrivacyEngine;
 pub use crate::step::dataset_lots::DatasetLots;
 pub use crate::step::lot::{ExampleLosses, LotSource, evaluate};
+pub use crate::weights::{load_weights, save_weights};
 pub use dp_accounting::{Guarantee, PrivacyReport};

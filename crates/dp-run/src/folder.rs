@@ -8,6 +8,7 @@
 //! - `run.key`: the secrets (stream keys, MAC key, seed), owner-only, removed when the run
 //!   completes ([`keys`]);
 //! - `metrics.jsonl` and `report.json`: what the run printed;
+//! - `model.safetensors`: the released model of a completed run, its report in the metadata;
 //! - the folder itself is locked by the one process running in it ([`lock`]).
 //!
 //! Every file is read without following links and refused unless regular and of a bounded
@@ -35,9 +36,12 @@ pub const REPORT_FILE: &str = "report.json";
 pub const PLOT_FILE: &str = "curves.svg";
 /// The PNG of the run's curves.
 pub const PLOT_PNG: &str = "curves.png";
+/// The released model of a completed run, with its report ([`crate::model_file`]).
+pub const MODEL_FILE: &str = "model.safetensors";
 
 /// The files a run writes besides its lock: a folder holding any of them holds a run.
-const RUN_FILES: [&str; 7] = ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE, PLOT_FILE, PLOT_PNG];
+const RUN_FILES: [&str; 8] =
+    ["checkpoint.bin", CONFIG_FILE, METRICS_FILE, REPORT_FILE, KEY_FILE, PLOT_FILE, PLOT_PNG, MODEL_FILE];
 
 /// The largest config.toml read.
 pub const MAX_CONFIG: u64 = 1 << 20;

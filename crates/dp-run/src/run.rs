@@ -9,6 +9,7 @@ use crate::event::Event;
 use crate::folder::keys::RunKeys;
 use crate::folder::lock::RunLock;
 use crate::folder::{self, METRICS_FILE};
+use crate::model_file;
 use crate::options::RunOptions;
 use crate::report::RunReport;
 use crate::run_folder::RunFolder;
@@ -159,10 +160,16 @@ impl<'a, M: Module> Run<'a, M> {
         }
         let ended = steps.run(&mut dp, at, &mut *observe)?;
         let report = steps.finish(&dp, &ended)?;
-        if report.completed && !self.session.options.keep_key {
-            RunKeys::remove(&self.session.folder.dir)?;
+        let averaged = dp.averaged().is_some();
+        let released = dp.averaged().cloned().unwrap_or(ended.model);
+        if report.completed {
+            lock.held()?;
+            model_file::write(&self.session.folder.dir, &released, &report, averaged)?;
+            if !self.session.options.keep_key {
+                RunKeys::remove(&self.session.folder.dir)?;
+            }
         }
-        Ok((dp.averaged().cloned().unwrap_or(ended.model), report))
+        Ok((released, report))
     }
 
     /// The run's seed: the folder's keys', which a seed in the privacy configuration must equal.

@@ -1,0 +1,122 @@
+//! Weight files in and out: a model's parameters loaded from safetensors (pretrained weights for
+//! DP fine-tuning; PyTorch's `safetensors.torch.save_file(model.state_dict(), path)` writes one)
+//! and saved as safetensors in PyTorch's names and layouts, with metadata (a run's privacy
+//! report). A pickle (`torch.save`) is refused with that conversion: unpickling runs code. burn-store reads and writes the files;
+//! [`torch_layout`] maps the DP layers to PyTorch's. A file that does not fit the model exactly
+//! (a tensor missing, one the model lacks, a shape or type that differs) is refused in one line
+//! naming the tensor, never partly loaded.
+
+pub mod torch_layout;
+
+use crate::error::{EngineError, Result};
+use burn::module::Module;
+use burn::store::burn_pack::Tensor as PackTensor;
+use burn::store::{
+    ApplyError, ApplyResult, BurnToPyTorchAdapter, KeyRemapper, ModuleAdapter, ModuleSnapshot, ModuleStore,
+    PyTorchToBurnAdapter, SafetensorsStore, bridge,
+};
+use dp_data::safe_files::{PUBLIC, file_error, open_regular, read_following, write_atomic};
+use std::io::Read;
+use std::path::Path;
+use torch_layout::DpTorchLayout;
+
+/// The largest weight file read (the zoo's largest model, WRN-16-4, is 11 MB in float32).
+pub const MAX_WEIGHTS_FILE: u64 = 4 << 30;
+
+/// A rename of the file's tensor names to the model's: a regular expression and its
+/// replacement (`$1` for a group), as `("^features\\.", "convs.")`.
+pub type Rename<'a> = (&'a str, &'a str);
+
+/// `model` with every parameter from the safetensors file `path`, the file's names after
+/// `renames`, in PyTorch's layouts.
+pub fn load_weights<M: Module>(mut model: M, path: &Path, renames: &[Rename<'_>]) -> Result<M> {
+    let remapper = KeyRemapper::from_patterns(renames.to_vec())
+        .map_err(|e| EngineError::invalid("rename", e.to_string().replace('\n', " ")))?;
+    let (tensors, _) = remapper.remap(file_tensors(path)?);
+    let adapter: Box<dyn ModuleAdapter> = Box::new(DpTorchLayout(PyTorchToBurnAdapter));
+    check(&model.apply(tensors, None, Some(adapter), true)).map_err(|reason| file_error(path, reason))?;
+    Ok(model)
+}
+
+/// Every tensor of the weight file `path`, read into memory (a damaged file fails here, not
+/// halfway through the model).
+fn file_tensors(path: &Path) -> Result<Vec<PackTensor>> {
+    let (mut file, len) = open_regular(path)?;
+    if len > MAX_WEIGHTS_FILE {
+        return Err(
+            file_error(path, format!("holds {len} bytes, more than the {MAX_WEIGHTS_FILE} a weight file may")).into()
+        );
+    }
+    dp_data::memory::check(&format!("the weight file {}", path.display()), Some(u128::from(len) * 2))?;
+    let mut magic = [0u8; 2];
+    file.read_exact(&mut magic).map_err(|e| file_error(path, e))?;
+    // A `torch.save` file is a zip archive ("PK") or a legacy pickle (protocol 2 and up: 0x80).
+    if magic == *b"PK" || magic[0] == 0x80 {
+        return Err(file_error(
+            path,
+            "is a PyTorch pickle (torch.save), which is not read (unpickling runs code): convert it with `safetensors.torch.save_file(model.state_dict(), \"model.safetensors\")`",
+        )
+        .into());
+    }
+    let bad = |e: &dyn std::fmt::Display| EngineError::from(file_error(path, e.to_string().replace('\n', " ")));
+    let bytes = read_following(path, MAX_WEIGHTS_FILE)?;
+    let lazy: Vec<PackTensor> =
+        SafetensorsStore::from_bytes(Some(bytes)).get_all_tensors().map_err(|e| bad(&e))?.values().cloned().collect();
+    lazy.into_iter()
+        .map(|t| {
+            let name = t.name.clone();
+            bridge::into_data(t).map(|data| bridge::from_data(data, name, None)).map_err(|e| bad(&e))
+        })
+        .collect()
+}
+
+/// Nothing less, nothing more, nothing else: the file's tensors are exactly the model's.
+fn check(result: &ApplyResult) -> std::result::Result<(), String> {
+    if let Some(error) = result.errors.first() {
+        return Err(match error {
+            ApplyError::ShapeMismatch { path, expected, found } => format!(
+                "tensor `{path}` is {:?} in the file where the model's is {:?}",
+                found.as_slice(),
+                expected.as_slice()
+            ),
+            ApplyError::DTypeMismatch { path, expected, found } => {
+                format!("tensor `{path}` is {found:?} in the file where the model's is {expected:?}")
+            }
+            other => other.to_string(),
+        });
+    }
+    if let Some((path, _)) = result.missing.first() {
+        return Err(format!(
+            "holds no tensor `{path}` ({} of the model's missing): rename the file's tensors to the model's",
+            result.missing.len()
+        ));
+    }
+    if let Some(path) = result.unused.first() {
+        return Err(format!("holds tensor `{path}`, which the model does not have ({} unused)", result.unused.len()));
+    }
+    Ok(())
+}
+
+/// Writes `model`'s parameters to `path` as safetensors, in PyTorch's names and layouts after
+/// `renames` (the model's names to the file's), with `metadata` (string pairs).
+pub fn save_weights<M: Module>(
+    model: &M,
+    path: &Path,
+    metadata: &[(String, String)],
+    renames: &[Rename<'_>],
+) -> Result<()> {
+    let remapper = KeyRemapper::from_patterns(renames.to_vec())
+        .map_err(|e| EngineError::invalid("rename", e.to_string().replace('\n', " ")))?;
+    // Enum modules (a choice of architectures) leave no variant name in the tensors' names.
+    let mut store = SafetensorsStore::from_bytes(None)
+        .remap(remapper)
+        .skip_enum_variants(true)
+        .with_to_adapter(DpTorchLayout(BurnToPyTorchAdapter));
+    for (key, value) in metadata {
+        store = store.metadata(key.clone(), value.clone());
+    }
+    let failed = |e: &dyn std::fmt::Display| EngineError::from(file_error(path, e.to_string()));
+    model.save_into(&mut store).map_err(|e| failed(&e))?;
+    let bytes = store.get_bytes().map_err(|e| failed(&e))?;
+    Ok(write_atomic(path, &bytes, PUBLIC)?)
+}
