@@ -216,7 +216,9 @@ fn trained(
     config.validate(&privacy)?;
     let (train_data, test_data, beside) = load_data(&config, test_too, session.options.interrupt, observe)?;
     let dev = &device.device;
-    let model = checked_model(&config, &train_data, &test_data, device)?;
+    // A resumed run's weights come from its checkpoint: its initial weights file is not read.
+    let init = TrainConfig { init_from: config.init_from.clone().filter(|_| !folder.is_resumed()), ..config.clone() };
+    let model = checked_model(&init, &train_data, &test_data, device)?;
     let plain = CrossEntropyLots { data: &train_data };
     let augmented = augmented_lots(&config, &train_data, folder.streams().sampler_key())?;
     let source: &dyn LotSource<ZooModel> = match &augmented {
