@@ -33,11 +33,12 @@ class SmallCnn(nn.Module):
         return self.fc(h.flatten(1))
 
 
-def write_safetensors(path, tensors, metadata):
+def write_safetensors(path, tensors, metadata, half=False):
     header, offset, blobs = {}, 0, []
     for name, t in tensors.items():
-        data = t.detach().contiguous().to(torch.float32).numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        kind, dtype = ("<f2", "F16") if half else ("<f4", "F32")
+        data = t.detach().contiguous().to(torch.float32).numpy().astype(kind).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         blobs.append(data)
     header["__metadata__"] = metadata
@@ -82,6 +83,7 @@ def main(out):
     state = model.state_dict()
     torch.save(state, f"{out}/small_cnn.pt")
     write_safetensors(f"{out}/small_cnn.safetensors", state, {"source": "torch_weights.py"})
+    write_safetensors(f"{out}/small_cnn_f16.safetensors", state, {"source": "torch_weights.py"}, half=True)
     reference = {
         "provenance": f"scripts/reference/torch_weights.py, PyTorch {torch.__version__}, CPU, float32",
         "inputs": x.flatten().tolist(),

@@ -38,8 +38,8 @@ pub fn load_weights<M: Module>(mut model: M, path: &Path, renames: &[Rename<'_>]
     Ok(model)
 }
 
-/// Every tensor of the weight file `path`, read into memory (a damaged file fails here, not
-/// halfway through the model).
+/// Every tensor of the weight file `path`, read into memory as f32 (a damaged file fails here,
+/// not halfway through the model).
 fn file_tensors(path: &Path) -> Result<Vec<PackTensor>> {
     let (mut file, len) = open_regular(path)?;
     if len > MAX_WEIGHTS_FILE {
@@ -65,7 +65,14 @@ fn file_tensors(path: &Path) -> Result<Vec<PackTensor>> {
     lazy.into_iter()
         .map(|t| {
             let name = t.name.clone();
-            bridge::into_data(t).map(|data| bridge::from_data(data, name, None)).map_err(|e| bad(&e))
+            if !t.dtype.is_float() {
+                let reason = format!("tensor `{name}` holds {:?} values, not floating-point weights", t.dtype);
+                return Err(file_error(path, reason).into());
+            }
+            let data = bridge::into_data(t).map_err(|e| bad(&e))?;
+            // The engine's parameters are f32: half, bfloat16 and double precision are converted.
+            let data = data.try_cast_as::<f32>().map_err(|e| bad(&format!("tensor `{name}`: {e:?}")))?;
+            Ok(bridge::from_data(data, name, None))
         })
         .collect()
 }

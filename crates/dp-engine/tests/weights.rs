@@ -1,8 +1,10 @@
 //! Weight files against PyTorch: a small CNN of DP layers (conv, GroupNorm, conv, linear) loads
-//! PyTorch's state dict as safetensors and gives PyTorch's logits on fixed inputs to 1e-5 (reference files and values from
-//! `scripts/reference/torch_weights.py`, provenance in small_cnn.json); exported, it writes
+//! PyTorch's state dict as safetensors and gives PyTorch's logits on fixed inputs to 1e-5
+//! (reference files and values from `scripts/reference/torch_weights.py`, provenance in
+//! small_cnn.json); exported, it writes
 //! PyTorch's own names, shapes and bytes (the linear weight transposed back, the norm's gamma and
-//! beta as weight and bias) with its metadata. A renamed or reshaped tensor, a truncated file, a
+//! beta as weight and bias) with its metadata; half-precision weights are converted. A renamed
+//! or reshaped tensor, integers, a header that lies about its length, a truncated file, a
 //! FIFO, a bad rename and a `torch.save` pickle (refused: unpickling runs code) are one-line
 //! errors.
 
@@ -147,6 +149,19 @@ fn a_file_that_does_not_fit_the_model_is_a_one_line_error() {
         &[],
         "conv1.weight` is [4, 1, 9, 1] in the file where the model's is [4, 1, 3, 3]",
     );
+    refused(&edited(tmp.path(), "\"F32\"", "\"F16\""), &[], "edited-F16.safetensors");
+    refused(&edited(tmp.path(), "\"F32\"", "\"I32\""), &[], "values, not floating-point weights");
+    // Half precision (as PyTorch writes it after .half()): converted, PyTorch's logits to f16's precision.
+    let half = load_weights(SmallCnn::new(&device), &data("small_cnn_f16.safetensors"), &[]).unwrap();
+    let expected = reference()["logits"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>();
+    for (g, e) in half.logits(inputs(&device)).iter().zip(&expected) {
+        assert!((f64::from(*g) - e).abs() < 1e-2, "f16 weights: {g} vs {e}");
+    }
+    let lying = tmp.path().join("lying.safetensors");
+    let mut bytes = std::fs::read(data("small_cnn.safetensors")).unwrap();
+    bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+    std::fs::write(&lying, &bytes).unwrap();
+    refused(&lying, &[], "lying.safetensors");
     let truncated = tmp.path().join("truncated.safetensors");
     let bytes = std::fs::read(data("small_cnn.safetensors")).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
