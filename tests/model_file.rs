@@ -1,5 +1,6 @@
 //! Models in and out of `dptrain train`: a completed run leaves `model.safetensors` (its released
-//! model in PyTorch's names and layouts, its report in the metadata, no key); `--init-from`
+//! model in PyTorch's names and layouts, its report in the metadata, no key, and a kept key is
+//! warned of); `--init-from`
 //! starts another run from it (the accuracy it reached is where the next starts); a file that
 //! does not fit the model, a FIFO and a pickle are one-line errors.
 
@@ -45,6 +46,12 @@ fn a_run_exports_its_model_with_its_report_and_another_starts_from_it() {
     let (again, _) = train_json(args, &second);
     assert_eq!(again["test_accuracy"], report["test_accuracy"], "started from the first run's weights");
     assert!(report["test_accuracy"].as_f64().unwrap() > 0.5, "a learnt model, not chance");
+
+    // The key kept: the warning that it never travels with the model.
+    let kept = tmp.path().join("kept");
+    let args = [&base_args(d, kept.to_str().unwrap())[..], &["--noise-multiplier", "1", "--keep-key"]].concat();
+    let run = dptrain(&args);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("never publish it with the model"));
 
     // Hostile: another model's file, a FIFO, a pickle.
     let out = tmp.path().join("o");

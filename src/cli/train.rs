@@ -17,7 +17,8 @@ use dp_engine::optimizer::OptimizerName;
 use dp_engine::privacy_settings::AccountantName;
 use dp_engine::smoothing::SmoothingScope;
 use dp_run::checkpoint::checkpoint_path;
-use dp_run::folder::{CONFIG_FILE, MAX_CONFIG};
+use dp_run::folder::keys::KEY_FILE;
+use dp_run::folder::{CONFIG_FILE, MAX_CONFIG, MODEL_FILE};
 use dp_run::{Event, RunOptions, RunReport, interrupt};
 use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Session, Told, train};
@@ -484,6 +485,13 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let report = train(config, session, &device, &mut |told| shown.show(told))?;
     progress.finish();
     print_report(&report, args.json)?;
+    if report.completed && args.keep_key {
+        eprintln!(
+            "warning: {} is kept (--keep-key) beside {}: never publish it with the model (whoever holds it can regenerate the run's noise)",
+            report.run_dir.join(KEY_FILE).display(),
+            report.run_dir.join(MODEL_FILE).display()
+        );
+    }
     if report.interrupted {
         bail!(
             "interrupted at step {}: the checkpoint is written; continue with --resume --out-dir {}",
