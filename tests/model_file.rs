@@ -1,8 +1,7 @@
 //! Models in and out of `dptrain train`: a completed run leaves `model.safetensors` (its released
 //! model in PyTorch's names and layouts, its report in the metadata, no key, and a kept key is
-//! warned of); `--init-from`
-//! starts another run from it (the accuracy it reached is where the next starts); a file that
-//! does not fit the model, a FIFO and a pickle are one-line errors.
+//! warned of); `--init-from` starts another run from it (the accuracy it reached is where the
+//! next starts); a file that does not fit the model, a FIFO and a pickle are one-line errors.
 
 mod common;
 
