@@ -29,6 +29,17 @@ impl ImageClassifier for LogReg {
     }
 }
 
+impl LogReg {
+    /// The model with seeded initial weights: a resumed process builds the same model a killed
+    /// one did.
+    pub fn new(device: &burn::tensor::Device) -> Self {
+        dp_engine::init::seeded(
+            LogReg { fc: DpLinearConfig::new(16, 2).init(device) },
+            &mut ChaChaState::new(Some(7), 2).restore(),
+        )
+    }
+}
+
 /// `n` examples of two classes whose pixels lean one way or the other (a fixed pseudo-random
 /// pattern: the same table in every process).
 pub fn table(n: usize, offset: usize) -> Result<ImageDataset> {
@@ -43,11 +54,7 @@ pub fn table(n: usize, offset: usize) -> Result<ImageDataset> {
 pub fn train(dir: &Path, resume: bool, options: RunOptions, observe: impl FnMut(&Event)) -> Result<RunReport> {
     let device = dp_engine::backend::cpu().device;
     let (train, test) = (table(2000, 0)?, table(500, 2000)?);
-    // Seeded initial weights: a resumed process builds the same model a killed one did.
-    let model = dp_engine::init::seeded(
-        LogReg { fc: DpLinearConfig::new(16, 2).init(&device) },
-        &mut ChaChaState::new(Some(7), 2).restore(),
-    );
+    let model = LogReg::new(&device);
     let privacy = PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(100).with_epochs(5.0);
 
     // The run: a folder (fresh with its seed, or resumed), the options, and the run itself.
