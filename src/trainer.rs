@@ -133,9 +133,8 @@ fn augmented_lots<'a>(
 }
 
 /// The zoo model `config` names for `test` (what the model reads: a ScatterNet model's
-/// features even where the training set is images), its weights from `init_from` when given,
-/// refused from arithmetic when a step on the device's physical batches would not fit the
-/// memory budget. A physical batch holds at least
+/// features even where the training set is images), refused from arithmetic when a step on the
+/// device's physical batches would not fit the memory budget. A physical batch holds at least
 /// one example's views, beyond --batch-size when they outnumber it.
 fn checked_model(
     config: &TrainConfig,
@@ -158,11 +157,7 @@ fn checked_model(
         bytes,
     )?;
     let mut init_rng = ChaChaState::new(config.seed, INIT_STREAM).restore();
-    let model = build(spec, test.shape(), test.classes(), &mut init_rng, &device.device)?;
-    match &config.init_from {
-        Some(file) => load_weights(model, file, &[]),
-        None => Ok(model),
-    }
+    build(spec, test.shape(), test.classes(), &mut init_rng, &device.device)
 }
 
 /// Trains as `config` says (or resumes the run in `config.out_dir`), reporting progress to
@@ -216,9 +211,12 @@ fn trained(
     config.validate(&privacy)?;
     let (train_data, test_data, beside) = load_data(&config, test_too, session.options.interrupt, observe)?;
     let dev = &device.device;
+    let model = checked_model(&config, &train_data, &test_data, device)?;
     // A resumed run's weights come from its checkpoint: its initial weights file is not read.
-    let init = TrainConfig { init_from: config.init_from.clone().filter(|_| !folder.is_resumed()), ..config.clone() };
-    let model = checked_model(&init, &train_data, &test_data, device)?;
+    let model = match config.init_from.as_deref().filter(|_| !folder.is_resumed()) {
+        Some(file) => load_weights(model, file, &[])?,
+        None => model,
+    };
     let plain = CrossEntropyLots { data: &train_data };
     let augmented = augmented_lots(&config, &train_data, folder.streams().sampler_key())?;
     let source: &dyn LotSource<ZooModel> = match &augmented {

@@ -15,7 +15,7 @@ use dp_accounting::PrivacyReport;
 use dp_accounting::repeat_and_select::Repetitions;
 use dp_accounting::search::TrainingShape;
 use dp_data::Split;
-use dp_data::safe_files::{PUBLIC, file_error, occupied, remove_if_present, write_atomic};
+use dp_data::safe_files::{PUBLIC, file_error, occupied, remove_entry, remove_if_present, write_atomic};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::error::{EngineError, Result};
 use dp_run::RunOptions;
@@ -200,27 +200,22 @@ fn prepare(out_dir: &Path, overwrite: bool, resume: bool) -> Result<Journal> {
                 ),
             ));
         }
-        std::fs::remove_dir_all(&state)
-            .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
-            .or_else(|_| std::fs::remove_file(&state))
-            .map_err(|e| file_error(&state, e))?;
+        remove_entry(&state)?;
         remove_if_present(&report)?;
     }
     Journal::create(&state)
 }
 
 /// Releases the chosen candidate: its run folder moved to `chosen/` with its model only, the
-/// report written, the journal removed unless kept. Each part may run again (a search killed here resumes
-/// to finish).
+/// report written, the journal removed unless kept. Each part may run again (a search killed
+/// here resumes to finish).
 fn finish(t: &Tune, chosen: Option<(Outcome, f64)>, privacy: PrivacyReport, journal: Journal) -> Result<TuneReport> {
     let mut report = TuneReport { chosen: None, validation_score: None, test_accuracy: None, privacy, run_dir: None };
     if let Some((outcome, score)) = chosen {
         let from = journal.dir().join(&outcome.name);
         let to = t.out_dir.join("chosen");
         if from.is_dir() {
-            if std::fs::symlink_metadata(&to).is_ok() {
-                std::fs::remove_dir_all(&to).or_else(|_| std::fs::remove_file(&to)).map_err(|e| file_error(&to, e))?;
-            }
+            remove_entry(&to)?;
             std::fs::rename(&from, &to).map_err(|e| file_error(&to, e))?;
         }
         // Only the model is released: the run's own report, metrics, curves and model file hold

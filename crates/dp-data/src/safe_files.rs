@@ -57,7 +57,7 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>> {
 
 /// The bytes of `file` (opened from `path`, `len` bytes long), refused when it holds, or grows
 /// while read to, more than `cap`.
-fn read_bounded(file: File, len: u64, path: &Path, cap: u64) -> Result<Vec<u8>> {
+pub fn read_bounded(file: File, len: u64, path: &Path, cap: u64) -> Result<Vec<u8>> {
     if len > cap {
         return Err(file_error(path, format!("holds {len} bytes, more than the {cap} such a file may have")));
     }
@@ -124,6 +124,18 @@ pub fn remove_if_present(path: &Path) -> Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(file_error(path, e)),
         _ => Ok(()),
     }
+}
+
+/// Removes whatever is at `path`, if anything: a folder with its contents, a file, or a link
+/// (never what the link points to).
+pub fn remove_entry(path: &Path) -> Result<()> {
+    let removed = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => Err(e),
+        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+    };
+    removed.map_err(|e| file_error(path, e))
 }
 
 /// Refuses `path` unless it holds a regular file or nothing: what an output may replace.

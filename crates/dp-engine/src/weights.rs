@@ -1,8 +1,8 @@
 //! Weight files in and out: a model's parameters loaded from safetensors (pretrained weights for
 //! DP fine-tuning; PyTorch's `safetensors.torch.save_file(model.state_dict(), path)` writes one)
 //! and saved as safetensors in PyTorch's names and layouts, with metadata (a run's privacy
-//! report). A pickle (`torch.save`) is refused with that conversion: unpickling runs code. burn-store reads and writes the files;
-//! [`torch_layout`] maps the DP layers to PyTorch's. A file that does not fit the model exactly
+//! report). A pickle (`torch.save`) is refused with that conversion: unpickling runs code.
+//! burn-store reads and writes the files; [`torch_layout`] maps the DP layers to PyTorch's. A file that does not fit the model exactly
 //! (a tensor missing, one the model lacks, a shape or type that differs) is refused in one line
 //! naming the tensor, never partly loaded.
 
@@ -15,8 +15,7 @@ use burn::store::{
     ApplyError, ApplyResult, BurnToPyTorchAdapter, KeyRemapper, ModuleAdapter, ModuleSnapshot, ModuleStore,
     PyTorchToBurnAdapter, SafetensorsStore, bridge,
 };
-use dp_data::safe_files::{PUBLIC, file_error, open_regular, read_following, write_atomic};
-use std::io::Read;
+use dp_data::safe_files::{PUBLIC, file_error, open_regular, read_bounded, write_atomic};
 use std::path::Path;
 use torch_layout::DpTorchLayout;
 
@@ -30,28 +29,27 @@ pub type Rename<'a> = (&'a str, &'a str);
 /// `model` with every parameter from the safetensors file `path`, the file's names after
 /// `renames`, in PyTorch's layouts.
 pub fn load_weights<M: Module>(mut model: M, path: &Path, renames: &[Rename<'_>]) -> Result<M> {
-    let remapper = KeyRemapper::from_patterns(renames.to_vec())
-        .map_err(|e| EngineError::invalid("rename", e.to_string().replace('\n', " ")))?;
-    let (tensors, _) = remapper.remap(file_tensors(path)?);
+    let (tensors, _) = remapper(renames)?.remap(file_tensors(path)?);
     let adapter: Box<dyn ModuleAdapter> = Box::new(DpTorchLayout(PyTorchToBurnAdapter));
     check(&model.apply(tensors, None, Some(adapter), true)).map_err(|reason| file_error(path, reason))?;
     Ok(model)
 }
 
+/// The remapper of `renames`, refused in one line where a pattern is not a regular expression
+/// (burn-store's own `with_key_remapping` panics on one).
+fn remapper(renames: &[Rename<'_>]) -> Result<KeyRemapper> {
+    KeyRemapper::from_patterns(renames.to_vec())
+        .map_err(|e| EngineError::invalid("rename", e.to_string().replace('\n', " ")))
+}
+
 /// Every tensor of the weight file `path`, read into memory as f32 (a damaged file fails here,
 /// not halfway through the model).
 fn file_tensors(path: &Path) -> Result<Vec<PackTensor>> {
-    let (mut file, len) = open_regular(path)?;
-    if len > MAX_WEIGHTS_FILE {
-        return Err(
-            file_error(path, format!("holds {len} bytes, more than the {MAX_WEIGHTS_FILE} a weight file may")).into()
-        );
-    }
+    let (file, len) = open_regular(path)?;
     dp_data::memory::check(&format!("the weight file {}", path.display()), Some(u128::from(len) * 2))?;
-    let mut magic = [0u8; 2];
-    file.read_exact(&mut magic).map_err(|e| file_error(path, e))?;
+    let bytes = read_bounded(file, len, path, MAX_WEIGHTS_FILE)?;
     // A `torch.save` file is a zip archive ("PK") or a legacy pickle (protocol 2 and up: 0x80).
-    if magic == *b"PK" || magic[0] == 0x80 {
+    if bytes.starts_with(b"PK") || bytes.starts_with(&[0x80]) {
         return Err(file_error(
             path,
             "is a PyTorch pickle (torch.save), which is not read (unpickling runs code): convert it with `safetensors.torch.save_file(model.state_dict(), \"model.safetensors\")`",
@@ -59,7 +57,6 @@ fn file_tensors(path: &Path) -> Result<Vec<PackTensor>> {
         .into());
     }
     let bad = |e: &dyn std::fmt::Display| EngineError::from(file_error(path, e.to_string().replace('\n', " ")));
-    let bytes = read_following(path, MAX_WEIGHTS_FILE)?;
     let lazy: Vec<PackTensor> =
         SafetensorsStore::from_bytes(Some(bytes)).get_all_tensors().map_err(|e| bad(&e))?.values().cloned().collect();
     lazy.into_iter()
@@ -112,11 +109,9 @@ pub fn save_weights<M: Module>(
     metadata: &[(String, String)],
     renames: &[Rename<'_>],
 ) -> Result<()> {
-    let remapper = KeyRemapper::from_patterns(renames.to_vec())
-        .map_err(|e| EngineError::invalid("rename", e.to_string().replace('\n', " ")))?;
     // Enum modules (a choice of architectures) leave no variant name in the tensors' names.
     let mut store = SafetensorsStore::from_bytes(None)
-        .remap(remapper)
+        .remap(remapper(renames)?)
         .skip_enum_variants(true)
         .with_to_adapter(DpTorchLayout(BurnToPyTorchAdapter));
     for (key, value) in metadata {

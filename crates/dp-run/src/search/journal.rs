@@ -20,6 +20,8 @@ pub const STATE_FILE: &str = "search.json";
 pub const KEY_FILE: &str = "search.key";
 /// What the state says it is.
 const FORMAT: &str = "dptrain search state 1";
+/// The largest key file read (one is 64 hex digits).
+const MAX_KEY_FILE: u64 = 256;
 /// The largest state read (a plan of the most candidates is a few megabytes).
 const MAX_STATE: u64 = 64 << 20;
 
@@ -79,7 +81,7 @@ impl Journal {
             return Err(file_error(&dir, "is not a search's state folder (a link or a file)").into());
         }
         let path = dir.join(KEY_FILE);
-        let bytes = read_secret(&path, 2 * SEAL_BYTES as u64 + 1)?;
+        let bytes = read_secret(&path, MAX_KEY_FILE)?;
         let key = std::str::from_utf8(&bytes)
             .ok()
             .and_then(|text| SecretKey::from_hex(text.trim()))
