@@ -84,7 +84,8 @@ fn main() -> anyhow::Result<()> {
     let device = DeviceChoice::Auto.open()?;
     let fashion = DatasetName::FashionMnist;
     let dir = fashion.default_dir().context("Fashion-MNIST has a standard location")?;
-    let (train, test) = (fashion.load(&dir, Split::Train)?, fashion.load(&dir, Split::Test)?);
+    let own = dp_data::OwnData::default();
+    let (train, test) = (fashion.load(&dir, Split::Train, &own)?, fashion.load(&dir, Split::Test, &own)?);
     let source = CrossEntropyLots { data: &train };
     let mut model = ResNet::new(&device.device);
 

@@ -7,7 +7,7 @@
 
 use crate::zoo::{ModelName, Normalization};
 use dp_accounting::LotSampling;
-use dp_data::DatasetName;
+use dp_data::{DatasetName, OwnData};
 use dp_engine::activation::Activation;
 use dp_engine::backend::DeviceChoice;
 use dp_engine::clipping::Clipping;
@@ -29,6 +29,10 @@ pub struct TrainConfig {
     pub dataset: DatasetName,
     /// Folder holding the dataset's files (default: the dataset's standard location).
     pub data_dir: Option<PathBuf>,
+    /// image-folder: (channels, height, width) the images are resized to (default 3x32x32).
+    pub image_shape: Option<[usize; 3]>,
+    /// csv: the label column, a header name or a 0-based index (default: the last).
+    pub label: Option<String>,
     /// Architecture.
     pub model: ModelName,
     /// Non-linearity.
@@ -43,6 +47,9 @@ pub struct TrainConfig {
     /// Initial weights from this safetensors file (pretrained on public data) instead of the
     /// random initialisation.
     pub init_from: Option<PathBuf>,
+    /// Regular expressions of the parameter paths kept fixed (fine-tuning): no gradient, no
+    /// noise, no update.
+    pub freeze: Vec<String>,
     /// Device.
     pub device: DeviceChoice,
     /// Privacy mechanism.
@@ -105,12 +112,15 @@ impl Default for TrainConfig {
         Self {
             dataset: DatasetName::FashionMnist,
             data_dir: None,
+            image_shape: None,
+            label: None,
             model: ModelName::MnistCnn,
             activation: Activation::Tanh,
             hidden: None,
             validation: None,
             normalization: Normalization::None,
             init_from: None,
+            freeze: Vec::new(),
             device: DeviceChoice::Auto,
             mechanism: MechanismName::Gaussian,
             epochs: 1.0,
@@ -141,6 +151,12 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// How a user's own data is read.
+    pub fn own_data(&self) -> OwnData {
+        let default = OwnData::default();
+        OwnData { image_shape: self.image_shape.unwrap_or(default.image_shape), label: self.label.clone() }
+    }
+
     /// The set the run is evaluated on: `test`, or `validation` (the held-out end of the
     /// training set, `validation`).
     pub fn evaluated_on(&self) -> &'static str {
@@ -174,12 +190,22 @@ impl TrainConfig {
                 accountant: self.accountant.into(),
                 seed: self.seed,
             },
+            frozen: self.freeze.clone(),
         })
     }
 
     /// Checks the run settings, and `privacy` (this configuration's) with the update rule.
     pub fn validate(&self, privacy: &PrivacyConfig) -> Result<()> {
         positive("learning rate", self.learning_rate)?;
+        if self.image_shape.is_some() && self.dataset != DatasetName::ImageFolder {
+            return Err(EngineError::invalid(
+                "image shape",
+                "--image-shape resizes the images of --dataset image-folder",
+            ));
+        }
+        if self.label.is_some() && self.dataset != DatasetName::Csv {
+            return Err(EngineError::invalid("label", "--label names the label column of --dataset csv"));
+        }
         if let Some(decay) = self.ema {
             dp_engine::parameter_average::checked_decay(decay)?;
         }

@@ -51,9 +51,9 @@ fn load_data(
 ) -> Result<(ImageDataset, ImageDataset, Option<ImageDataset>)> {
     // The folder is found once: a fetched one is verified by hashing its files.
     let folder = data_folder(config.dataset, config.data_dir.as_deref())?;
-    let train = config.dataset.load(&folder, Split::Train)?;
+    let train = config.dataset.load(&folder, Split::Train, &config.own_data())?;
     let (train, test) = match config.validation {
-        None => (train, config.dataset.load(&folder, Split::Test)?),
+        None => (train, config.dataset.load(&folder, Split::Test, &config.own_data())?),
         Some(held) if held > 0 && held < train.len() => {
             let at = train.len() - held;
             train.split_off(at)
@@ -70,7 +70,7 @@ fn load_data(
         }
     };
     let beside = match test_too && config.validation.is_some() {
-        true => Some(config.dataset.load(&folder, Split::Test)?),
+        true => Some(config.dataset.load(&folder, Split::Test, &config.own_data())?),
         false => None,
     };
     for (set, name) in [(Some(&train), "training"), (Some(&test), "test"), (beside.as_ref(), "test")] {

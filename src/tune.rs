@@ -106,12 +106,19 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
             "give `validation` (held-out training examples) in [base]: candidates are scored on it",
         )
     })?;
-    if t.space.cells.iter().any(|c| c.validation != Some(held_out) || c.dataset != first.dataset) {
-        return Err(EngineError::invalid("search space", "every candidate must share the dataset and `validation`"));
+    if t.space
+        .cells
+        .iter()
+        .any(|c| c.validation != Some(held_out) || c.dataset != first.dataset || c.own_data() != first.own_data())
+    {
+        return Err(EngineError::invalid(
+            "search space",
+            "every candidate must share the dataset (and how own data is read) and `validation`",
+        ));
     }
     let n = first
         .dataset
-        .load(&data_folder(first.dataset, first.data_dir.as_deref())?, Split::Train)?
+        .load(&data_folder(first.dataset, first.data_dir.as_deref())?, Split::Train, &first.own_data())?
         .len()
         .saturating_sub(held_out);
     let cells: Vec<Cell<'_>> = t

@@ -236,7 +236,8 @@ fn cifar10_archives_unpack_their_six_batches_and_nothing_else() {
     assert!(!unpacked(dir.path(), &key));
     std::fs::write(&first, &batch).unwrap();
     assert!(unpacked(dir.path(), &key));
-    let data = dp_data::DatasetName::Cifar10.load(dir.path(), dp_data::Split::Test).unwrap();
+    let data =
+        dp_data::DatasetName::Cifar10.load(dir.path(), dp_data::Split::Test, &dp_data::OwnData::default()).unwrap();
     assert_eq!(data.len(), 10_000);
     // A truncated archive: refused, nothing half unpacked replaces the batches.
     let bytes = std::fs::read(&archive).unwrap();

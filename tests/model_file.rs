@@ -69,3 +69,69 @@ fn a_run_exports_its_model_with_its_report_and_another_starts_from_it() {
     std::fs::write(&pickle, b"PK\x03\x04 a zip archive").unwrap();
     one_line_error(&from(&pickle, "logreg"), "pickle");
 }
+
+/// The bytes of tensor `name` in the safetensors file `path`.
+fn tensor_bytes(path: &Path, name: &str) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let offsets = &header[name]["data_offsets"];
+    let (from, to) = (offsets[0].as_u64().unwrap() as usize, offsets[1].as_u64().unwrap() as usize);
+    bytes[8 + n + from..8 + n + to].to_vec()
+}
+
+#[test]
+fn a_frozen_fine_tune_names_its_trained_parameters_and_exports_renamed_with_its_report() {
+    let (tmp, data) = temp_with_dataset(400);
+    let d = data.to_str().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut args =
+            [&base_args(d, out.to_str().unwrap())[..], &["--noise-multiplier", "1", "--seed", "1"], extra].concat();
+        args.iter_mut().filter(|a| **a == "logreg").for_each(|a| *a = "mlp");
+        (train_json(args, &out).0, out)
+    };
+    let (_, pretrained) = run("pretrained", &["--epochs", "2"]);
+    let init = pretrained.join("model.safetensors");
+    let (report, tuned) =
+        run("tuned", &["--init-from", init.to_str().unwrap(), "--freeze", "^dense\\.0\\.", "--keep-key"]);
+    assert_eq!(report["trained_parameters"], serde_json::json!(["dense.1.weight", "dense.1.bias"]));
+    assert_eq!(report["frozen_parameters"], serde_json::json!(["dense.0.weight", "dense.0.bias"]));
+    let model = tuned.join("model.safetensors");
+    assert_eq!(tensor_bytes(&model, "dense.0.weight"), tensor_bytes(&init, "dense.0.weight"), "frozen: bit for bit");
+    assert_ne!(tensor_bytes(&model, "dense.1.weight"), tensor_bytes(&init, "dense.1.weight"), "the head was trained");
+    let (meta, _) = header(&model);
+    assert_eq!(meta["frozen_parameters"], r#"["dense.0.weight","dense.0.bias"]"#);
+
+    // Exported with the user's names: the same tensors and report; the kept key warned of.
+    let file = tmp.path().join("mlp.safetensors");
+    let export = |out: &Path, renames: &[&str]| {
+        let mut args = vec!["export", tuned.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        renames.iter().for_each(|r| args.extend(["--rename", r]));
+        dptrain(&args)
+    };
+    let done = export(&file, &["^dense\\.(\\d)\\.=layers.$1.", "^layers\\.1\\.=head."]);
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(String::from_utf8_lossy(&done.stderr).contains("never publish it with the model"));
+    let (exported_meta, names) = header(&file);
+    assert_eq!(names, ["head.bias", "head.weight", "layers.0.bias", "layers.0.weight"]);
+    assert_eq!(exported_meta, meta, "the report travels unchanged");
+    assert_eq!(tensor_bytes(&file, "head.weight"), tensor_bytes(&model, "dense.1.weight"));
+    let printed = String::from_utf8_lossy(&done.stdout);
+    assert!(
+        printed.contains(&format!("epsilon {}", meta["epsilon"].as_str().unwrap())) && printed.contains("certified"),
+        "{printed}"
+    );
+
+    // Hostile: an existing file, renames that match nothing or merge names, no run, a damaged model.
+    one_line_error(&export(&file, &[]), "already exists");
+    let other = tmp.path().join("other.safetensors");
+    one_line_error(&export(&other, &["^conv=x"]), "`^conv` matches no tensor (dense.0.bias");
+    one_line_error(&export(&other, &["^dense\\.\\d\\.=x."]), "two tensors would both be named");
+    one_line_error(&export(&other, &["no-equals"]), "give PATTERN=REPLACEMENT");
+    one_line_error(&dptrain(&["export", d, "--out", other.to_str().unwrap()]), "holds no completed run");
+    let bytes = std::fs::read(&model).unwrap();
+    std::fs::write(&model, &bytes[..bytes.len() / 2]).unwrap();
+    one_line_error(&export(&other, &[]), "model.safetensors");
+    assert!(!other.exists(), "nothing written on a refusal");
+}

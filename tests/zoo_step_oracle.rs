@@ -114,7 +114,7 @@ fn check_lot_sum(name: ModelName, shape: [usize; 3], device: &Device) {
     assert_close(loss, want_loss / N as f64, "mean loss");
     assert_eq!(accuracy, Some(4.0 / N as f64), "accuracy over the 7 real examples (4 right)");
     // The dry run's check that each example's loss and gradient are its own: no false refusal.
-    assert_eq!(independence(&model.valid(), &source, device).unwrap(), None, "{name:?}: independent examples");
+    assert_eq!(independence(&model.valid(), &source, &[], device).unwrap(), None, "{name:?}: independent examples");
 }
 
 /// One step of `name` (q = 1, seed 1, SGD at lr 0.1), and the model before and after.

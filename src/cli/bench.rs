@@ -3,7 +3,7 @@
 
 use super::enum_arg::parse;
 use super::progress::Progress;
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Args;
 use dp_data::DatasetName;
 use dp_engine::DeviceChoice;
@@ -117,7 +117,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .map_err(anyhow::Error::msg)?,
         None => BENCHED.to_vec(),
     };
-    let workloads = workloads(&args);
+    let workloads = workloads(&args)?;
     let configs: Vec<BenchConfig> = workloads.iter().map(|w| config(w, &args, &mechanisms)).collect();
     // Every workload is checked before the first is timed (and before a progress line).
     for config in &configs {
@@ -148,17 +148,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
 }
 
 /// The workloads asked for: Xiang et al.'s Table 1, or the one of the flags.
-fn workloads(args: &BenchArgs) -> Vec<Workload> {
+fn workloads(args: &BenchArgs) -> Result<Vec<Workload>> {
     if args.table1 {
-        return table1().into();
+        return Ok(table1().into());
     }
-    vec![Workload {
+    let Some(input) = args.dataset.shape() else {
+        bail!(
+            "--dataset: bench measures a named dataset's shape (mnist, fashion-mnist or cifar10), not {:?}",
+            args.dataset
+        );
+    };
+    Ok(vec![Workload {
         name: args.model.as_str(),
         model: args.model,
-        input: args.dataset.shape(),
+        input,
         lot_size: args.lot_size,
         batch_size: args.batch_size.unwrap_or(args.lot_size),
-    }]
+    }])
 }
 
 /// The benchmark of workload `w` for `mechanisms`, as the flags say.

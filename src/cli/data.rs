@@ -1,5 +1,7 @@
 //! `dptrain data fetch`: downloads a dataset from where it is published, verified against its
 //! published SHA-256 sums, into the cache where `dptrain train --dataset` finds it.
+//! `dptrain data synth`: writes synthetic dead-leaves images as an image folder, to pretrain on
+//! without public data.
 
 use super::enum_arg::parse;
 use super::progress::Progress;
@@ -28,6 +30,32 @@ enum DataCommand {
     ///
     /// Example: dptrain data fetch cifar10
     Fetch(FetchArgs),
+    /// Write synthetic dead-leaves images (random discs and squares with power-law radii; 10
+    /// classes, each a setting of the process) as an image folder DIR/train/cN/*.png and
+    /// DIR/test/..., to pretrain a model on without any real data (so at no privacy cost) before
+    /// DP fine-tuning: `dptrain train --dataset image-folder --data-dir DIR --image-shape 1x28x28
+    /// --mechanism none`, then `--init-from` its model.safetensors.
+    ///
+    /// Example: dptrain data synth runs/leaves --per-class 2000 --shape 1x28x28
+    Synth(SynthArgs),
+}
+
+#[derive(Args, Debug)]
+struct SynthArgs {
+    /// The folder to create.
+    dir: PathBuf,
+
+    /// Training images per class (the test split gets a tenth).
+    #[arg(long, default_value_t = 1000)]
+    per_class: usize,
+
+    /// CxHxW of the images, C 1 (grey) or 3 (colour), H = W.
+    #[arg(long, value_name = "CxHxW", default_value = "1x28x28", value_parser = super::train::parse_shape)]
+    shape: [usize; 3],
+
+    /// Seed of the images (they are public: no secret is involved).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 #[derive(Args, Debug)]
@@ -66,7 +94,33 @@ fn seconds(flag: &str, value: f64) -> Result<Duration> {
 
 /// Runs `dptrain data`.
 pub fn run(args: DataArgs) -> Result<()> {
-    let DataCommand::Fetch(args) = args.command;
+    match args.command {
+        DataCommand::Fetch(args) => run_fetch(args),
+        DataCommand::Synth(args) => run_synth(args),
+    }
+}
+
+/// Runs `dptrain data synth`.
+fn run_synth(args: SynthArgs) -> Result<()> {
+    let [channels, height, width] = args.shape;
+    if height != width {
+        anyhow::bail!("--shape: the images are square (H = W), not {height}x{width}");
+    }
+    let progress = Progress::new(Some(0), "images");
+    dptrain::synthetic::write_folder(&args.dir, args.per_class, [channels, width], args.seed, &mut |done, all| {
+        progress.set_length(all);
+        progress.set_position(done);
+    })?;
+    progress.finish();
+    println!("written: {} ({} classes)", args.dir.display(), dptrain::synthetic::classes());
+    Ok(())
+}
+
+/// Runs `dptrain data fetch`.
+fn run_fetch(args: FetchArgs) -> Result<()> {
+    if args.dataset.is_own() {
+        return Err(dptrain::fetch::remote::own_data(args.dataset).into());
+    }
     let Some(dir) = args.dir.clone().or_else(|| default_folder(args.dataset)) else {
         anyhow::bail!("no cache folder (set DPTRAIN_CACHE_DIR or HOME), and no --dir");
     };

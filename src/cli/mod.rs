@@ -8,6 +8,7 @@ mod calibrate;
 mod data;
 mod enum_arg;
 mod erm;
+mod export;
 mod output;
 mod plot;
 mod progress;
@@ -56,8 +57,10 @@ enum Command {
     Erm(erm::ErmArgs),
     /// Empirical lower bounds on a DP-ERM mechanism's epsilon (one-run audit with canaries).
     Audit(audit::AuditArgs),
-    /// Datasets: `dptrain data fetch mnist|fashion-mnist|cifar10`.
+    /// Datasets: `dptrain data fetch mnist|fashion-mnist|cifar10`; `dptrain data synth` (synthetic pretraining images).
     Data(data::DataArgs),
+    /// Write a completed run's model (safetensors, its privacy report in the metadata) with tensors renamed.
+    Export(export::ExportArgs),
     /// Overlay the curves (accuracy and loss against steps and epsilon) of run folders in one SVG.
     Plot(plot::PlotArgs),
     /// Check that this machine's device (GPU) computes the DP kernels and step as the CPU does.
@@ -91,6 +94,7 @@ pub fn run() -> ExitCode {
         Command::Erm(args) => erm::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Data(args) => data::run(args),
+        Command::Export(args) => export::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Selftest(args) => selftest::run(args),
     };

@@ -79,13 +79,26 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0.95, requires = "audit_canaries")]
     audit_confidence: f64,
 
-    /// Dataset: fashion-mnist, mnist or cifar10 [default: fashion-mnist].
+    /// Dataset: fashion-mnist, mnist or cifar10; or your own, in --data-dir: image-folder
+    /// (DIR/train/CLASS/*.png or .jpg, one folder per class, and DIR/test/CLASS/... or
+    /// --validation N; resized to --image-shape) or csv (DIR/train.csv, and DIR/test.csv or
+    /// --validation N; numeric features as they are, the label column --label; a missing
+    /// value or a text column is refused: nothing is computed from the private rows)
+    /// [default: fashion-mnist].
     #[arg(long, value_parser = parse::<DatasetName>)]
     dataset: Option<DatasetName>,
 
     /// Folder with the dataset's files [default for fashion-mnist: /usr/share/datasets/fashion-mnist].
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+
+    /// image-folder: CxHxW the images are resized to, C 1 (grey) or 3 (RGB) [default: 3x32x32].
+    #[arg(long, value_name = "CxHxW", value_parser = parse_shape)]
+    image_shape: Option<[usize; 3]>,
+
+    /// csv: the label column, a header name or a 0-based index [default: the last column].
+    #[arg(long, value_name = "COLUMN")]
+    label: Option<String>,
 
     /// Model: mnist-cnn, xiang-mnist, cifar10-cnn, logreg, mlp, wrn-16-4 (residual, GroupNorm,
     /// weight-standardised convolutions; use --activation relu), or scatnet-linear / scatnet-cnn
@@ -140,6 +153,15 @@ pub struct TrainArgs {
     /// model's, by name and shape (a mismatch names the tensor).
     #[arg(long, value_name = "FILE")]
     init_from: Option<PathBuf>,
+
+    /// Keep the parameters whose name matches the regular expression PATTERN fixed (repeat for
+    /// more), as a pretrained model's feature layers are while its head is fine-tuned: they get
+    /// no gradient, no noise and no update, and the report lists the trained and frozen ones.
+    /// Names are those of model.safetensors (`convs.0.weight`, `dense.1.bias`); a pattern
+    /// matches anywhere in a name (anchor it with ^ and $), and must freeze all of a layer's
+    /// parameters or none. E.g. `--freeze '^convs\.'` trains the dense layers only.
+    #[arg(long, value_name = "PATTERN")]
+    freeze: Vec<String>,
 
     /// Normalisation layers: none, or batch (refused: BatchNorm has no DP version; use GroupNorm).
     #[arg(long, value_parser = parse::<Normalization>)]
@@ -261,6 +283,13 @@ macro_rules! overlay {
     };
 }
 
+/// `CxHxW` as three sizes.
+pub(super) fn parse_shape(s: &str) -> std::result::Result<[usize; 3], String> {
+    let sizes: Vec<usize> =
+        s.split('x').map(str::parse).collect::<std::result::Result<_, _>>().map_err(|e| format!("{s}: {e}"))?;
+    <[usize; 3]>::try_from(sizes).map_err(|_| format!("{s}: give channels, height and width as CxHxW, e.g. 3x32x32"))
+}
+
 /// `text`, the TOML file `path`, parsed; an error names the file.
 fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> Result<T> {
     toml::from_str(text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))
@@ -357,6 +386,8 @@ impl TrainArgs {
             optional config,
             args,
             data_dir,
+            image_shape,
+            label,
             optimizer,
             clipping,
             hidden,
@@ -368,12 +399,22 @@ impl TrainArgs {
             init_from,
             seed
         );
+        if !self.freeze.is_empty() {
+            config.freeze.clone_from(&self.freeze);
+        }
         if self.noise_multiplier.is_some() {
             (config.noise_multiplier, config.target_epsilon) = (self.noise_multiplier, None);
         }
         if self.target_epsilon.is_some() {
             (config.noise_multiplier, config.target_epsilon) = (None, self.target_epsilon);
         }
+        self.mechanism_options(&mut config)?;
+        config.privacy()?;
+        Ok(config)
+    }
+
+    /// The mechanisms' own options given as flags, added to `config`'s.
+    fn mechanism_options(&self, config: &mut TrainConfig) -> Result<()> {
         let options = [
             ("sensitivity_every", self.sensitivity_every.map(toml::Value::try_from)),
             ("ls_sigma", self.ls_sigma.map(toml::Value::try_from)),
@@ -384,8 +425,7 @@ impl TrainArgs {
                 config.mechanism_options.insert(key.into(), value?);
             }
         }
-        config.privacy()?;
-        Ok(config)
+        Ok(())
     }
 }
 
@@ -429,6 +469,7 @@ impl Shown<'_> {
         let Event::Started {
             device,
             parameters,
+            frozen,
             train_examples,
             sample_rate,
             noise_multiplier,
@@ -443,8 +484,12 @@ impl Shown<'_> {
         };
         let progress = self.progress;
         progress.note(format!("device: {device}"));
+        let frozen = match frozen.len() {
+            0 => String::new(),
+            n => format!(" trained ({n} tensors frozen: {})", frozen.join(", ")),
+        };
         progress.note(format!(
-            "model: {parameters} parameters; {train_examples} training examples, sampling rate {sample_rate:.6}"
+            "model: {parameters} parameters{frozen}; {train_examples} training examples, sampling rate {sample_rate:.6}"
         ));
         let z = noise_multiplier.map_or("none".to_string(), |z| format!("{z:.4}"));
         progress

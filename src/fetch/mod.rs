@@ -36,13 +36,13 @@ fn unpacking_key() -> Result<SecretKey> {
 
 /// The folder `name` is fetched into by default.
 pub fn default_folder(name: DatasetName) -> Option<PathBuf> {
-    cache_dir().map(|c| c.join("datasets").join(remote(name).folder))
+    Some(cache_dir()?.join("datasets").join(remote(name).ok()?.folder))
 }
 
 /// True when `dir` holds all of `name`'s files, verified (unpacked ones against the digests
 /// recorded at unpacking).
 pub fn complete(name: DatasetName, dir: &Path) -> bool {
-    let r = remote(name);
+    let Ok(r) = remote(name) else { return false };
     if r.archive {
         unpacking_key().is_ok_and(|key| extract::unpacked(dir, &key))
     } else {
@@ -53,7 +53,7 @@ pub fn complete(name: DatasetName, dir: &Path) -> bool {
 /// Fetches `name` into `dir` from `source`; `progress` is told (file, bytes so far, bytes in
 /// all). True when something was downloaded, false when everything was already there.
 pub fn fetch(name: DatasetName, dir: &Path, source: &Source, progress: &mut dyn FnMut(&str, u64, u64)) -> Result<bool> {
-    let r = remote(name);
+    let r = remote(name)?;
     let key = if r.archive { Some(unpacking_key()?) } else { None };
     if let Some(key) = &key
         && extract::unpacked(dir, key)
@@ -82,8 +82,11 @@ pub fn fetch(name: DatasetName, dir: &Path, source: &Source, progress: &mut dyn 
 pub fn data_folder(name: DatasetName, dir: Option<&Path>) -> Result<PathBuf> {
     let fetched = || default_folder(name).filter(|d| complete(name, d));
     let standard = || name.default_dir().filter(|d| d.is_dir());
-    dir.map(Path::to_path_buf).or_else(fetched).or_else(standard).ok_or_else(|| {
-        let folder = remote(name).folder;
+    if let Some(dir) = dir {
+        return Ok(dir.to_path_buf());
+    }
+    let folder = remote(name)?.folder;
+    fetched().or_else(standard).ok_or_else(|| {
         EngineError::invalid(
             "data dir",
             format!("{folder} is not on this machine: run `dptrain data fetch {folder}`, or give --data-dir"),

@@ -3,6 +3,7 @@
 //! url_checksums/{mnist,fashion_mnist,cifar10}.txt`).
 
 use dp_data::DatasetName;
+use dp_engine::error::{EngineError, Result};
 
 /// One published file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,9 +81,9 @@ const CIFAR10: &[RemoteFile] = &[RemoteFile {
     sha256: "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd",
 }];
 
-/// Where `name` is published.
-pub fn remote(name: DatasetName) -> RemoteDataset {
-    match name {
+/// Where `name` is published; refused for a user's own data, which is never fetched.
+pub fn remote(name: DatasetName) -> Result<RemoteDataset> {
+    Ok(match name {
         DatasetName::Mnist => RemoteDataset {
             folder: "mnist",
             base: "https://storage.googleapis.com/cvdf-datasets/mnist",
@@ -98,5 +99,18 @@ pub fn remote(name: DatasetName) -> RemoteDataset {
         DatasetName::Cifar10 => {
             RemoteDataset { folder: "cifar10", base: "https://www.cs.toronto.edu/~kriz", files: CIFAR10, archive: true }
         }
-    }
+        DatasetName::ImageFolder | DatasetName::Csv => return Err(own_data(name)),
+    })
+}
+
+/// The refusal to look for a user's own data anywhere but the folder they give.
+pub fn own_data(name: DatasetName) -> EngineError {
+    let (flag, layout) = match name {
+        DatasetName::Csv => ("csv", "train.csv, and test.csv or --validation N"),
+        _ => ("image-folder", "train/CLASS/*.png or .jpg, and test/CLASS/... or --validation N"),
+    };
+    EngineError::invalid(
+        "data dir",
+        format!("{flag} is the user's own data, read from --data-dir DIR only (DIR holds {layout})"),
+    )
 }

@@ -103,6 +103,7 @@ mod tests {
             labels: vec![0, 1],
             classes: vec!["a".into(), "b".into(), "c".into()],
             feature_names: vec!["u".into(), "v".into()],
+            categorical: Vec::new(),
             missing: Default::default(),
         };
         let mut rng = NoiseRng::new(Some(3), 0);
@@ -127,6 +128,7 @@ mod tests {
             labels: vec![0; 5],
             classes: vec!["a".into(), "b".into()],
             feature_names: vec!["u".into(), "v".into()],
+            categorical: Vec::new(),
             missing: Default::default(),
         };
         // The label is the one the given loss finds least likely.

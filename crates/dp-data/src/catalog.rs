@@ -1,10 +1,13 @@
-//! The datasets dptrain knows by name: where to find them and their public normalisation.
+//! The datasets dptrain knows by name (where to find them, their public normalisation), and a
+//! user's own: an image folder or a CSV table, in a folder the user gives.
 
 use crate::cifar10::load_cifar10;
-use crate::error::Result;
+use crate::error::{DataError, Result};
 use crate::image_dataset::{ImageDataset, Normalization};
+use crate::image_folder::{class_names, load_image_folder};
 use crate::mnist::load_mnist_format;
 use crate::split::Split;
+use crate::table_dataset::load_table;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -18,6 +21,27 @@ pub enum DatasetName {
     Mnist,
     /// CIFAR-10 (32x32 RGB, 10 classes), binary version.
     Cifar10,
+    /// A user's images: `train/` (and `test/`) of the data folder, one folder per class, PNG or
+    /// JPEG, resized to [`OwnData::image_shape`] (`image_folder`).
+    ImageFolder,
+    /// A user's CSV table: `train.csv` (and `test.csv`) of the data folder, numeric features
+    /// and a label column (`table_dataset`).
+    Csv,
+}
+
+/// How a user's own data is read (the named datasets ignore it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnData {
+    /// (channels, height, width) images are resized to.
+    pub image_shape: [usize; 3],
+    /// The CSV label column: a header name or a 0-based index (None: the last column).
+    pub label: Option<String>,
+}
+
+impl Default for OwnData {
+    fn default() -> Self {
+        Self { image_shape: [3, 32, 32], label: None }
+    }
 }
 
 impl DatasetName {
@@ -25,39 +49,79 @@ impl DatasetName {
     pub fn default_dir(self) -> Option<PathBuf> {
         match self {
             DatasetName::FashionMnist => Some(PathBuf::from("/usr/share/datasets/fashion-mnist")),
-            DatasetName::Mnist | DatasetName::Cifar10 => None,
+            DatasetName::Mnist | DatasetName::Cifar10 | DatasetName::ImageFolder | DatasetName::Csv => None,
         }
     }
 
-    /// (channels, height, width) of the images.
-    pub fn shape(self) -> [usize; 3] {
+    /// True for a user's own data (read from the folder given, never fetched).
+    pub fn is_own(self) -> bool {
+        matches!(self, DatasetName::ImageFolder | DatasetName::Csv)
+    }
+
+    /// (channels, height, width) of a named dataset's images (None: a user's own, whose shape
+    /// is their files').
+    pub fn shape(self) -> Option<[usize; 3]> {
         match self {
-            DatasetName::FashionMnist | DatasetName::Mnist => [1, 28, 28],
-            DatasetName::Cifar10 => [3, 32, 32],
+            DatasetName::FashionMnist | DatasetName::Mnist => Some([1, 28, 28]),
+            DatasetName::Cifar10 => Some([3, 32, 32]),
+            DatasetName::ImageFolder | DatasetName::Csv => None,
         }
     }
 
-    /// Published per-channel statistics (not computed from the private data).
-    pub fn normalization(self) -> Normalization {
+    /// Published per-channel statistics (not computed from the private data); None for a
+    /// user's own data (images are scaled with `image_folder::NORMALIZATION`, tables not at all).
+    pub fn normalization(self) -> Option<Normalization> {
         let (mean, std) = match self {
             DatasetName::FashionMnist => (vec![0.2860], vec![0.3530]),
             DatasetName::Mnist => (vec![0.1307], vec![0.3081]),
             DatasetName::Cifar10 => (vec![0.4914, 0.4822, 0.4465], vec![0.2470, 0.2435, 0.2616]),
+            DatasetName::ImageFolder | DatasetName::Csv => return None,
         };
-        Normalization { mean, std }
+        Some(Normalization { mean, std })
     }
 
     /// Whether a horizontally mirrored image keeps its label (clothes and CIFAR-10's objects
-    /// do; digits do not), so that an augmented view may be flipped.
+    /// do; digits do not; a user's own images are not assumed to), so that an augmented view
+    /// may be flipped.
     pub fn mirrors_keep_labels(self) -> bool {
-        !matches!(self, DatasetName::Mnist)
+        matches!(self, DatasetName::FashionMnist | DatasetName::Cifar10)
     }
 
-    /// Loads one split from `dir`.
-    pub fn load(self, dir: &Path, split: Split) -> Result<ImageDataset> {
-        match self {
-            DatasetName::FashionMnist | DatasetName::Mnist => load_mnist_format(dir, split, self.normalization()),
-            DatasetName::Cifar10 => load_cifar10(dir, split, self.normalization()),
+    /// Loads one split from `dir` (a user's own data read as `own` says).
+    pub fn load(self, dir: &Path, split: Split, own: &OwnData) -> Result<ImageDataset> {
+        let part = |name: &str| {
+            let path = dir.join(name);
+            match (path.exists(), split) {
+                (true, _) => Ok(path),
+                (false, Split::Test) => Err(DataError::corrupt(
+                    dir,
+                    format!("holds no {name}: add one, or hold out training examples with --validation N"),
+                )),
+                (false, Split::Train) => Err(DataError::corrupt(dir, format!("holds no {name} (the training data)"))),
+            }
+        };
+        let label = own.label.as_deref();
+        let published = || {
+            self.normalization().ok_or_else(|| DataError::InvalidParameter {
+                name: "dataset",
+                reason: format!("{self:?} has no published statistics"),
+            })
+        };
+        match (self, split) {
+            (DatasetName::FashionMnist | DatasetName::Mnist, _) => load_mnist_format(dir, split, published()?),
+            (DatasetName::Cifar10, _) => load_cifar10(dir, split, published()?),
+            (DatasetName::ImageFolder, Split::Train) => {
+                Ok(load_image_folder(&part("train")?, own.image_shape, None)?.0)
+            }
+            (DatasetName::ImageFolder, Split::Test) => {
+                let classes = class_names(&part("train")?)?;
+                Ok(load_image_folder(&part("test")?, own.image_shape, Some(&classes))?.0)
+            }
+            (DatasetName::Csv, Split::Train) => Ok(load_table(&part("train.csv")?, label, None)?.0),
+            (DatasetName::Csv, Split::Test) => {
+                let schema = load_table(&part("train.csv")?, label, None)?.1;
+                Ok(load_table(&part("test.csv")?, label, Some(&schema))?.0)
+            }
         }
     }
 }

@@ -84,6 +84,8 @@ pub struct TabularData {
     pub classes: Vec<String>,
     /// Feature names (`column=value` for one-hot columns).
     pub feature_names: Vec<String>,
+    /// The columns read as categorical (one-hot encoded over the categories the file holds).
+    pub categorical: Vec<String>,
     /// Missing-value handling.
     pub missing: MissingReport,
 }
@@ -320,7 +322,12 @@ pub fn load_csv(path: &Path, options: &CsvOptions) -> Result<TabularData> {
         ));
     }
     let labels = label_fields.iter().map(|v| classes.iter().position(|c| c == v).unwrap_or(0)).collect();
-    Ok(TabularData { features, dim, labels, classes, feature_names, missing: report })
+    let categorical = described
+        .iter()
+        .filter(|(c, _)| matches!(c, Column::Categorical { .. }))
+        .map(|&(_, j)| names[j].clone())
+        .collect();
+    Ok(TabularData { features, dim, labels, classes, feature_names, categorical, missing: report })
 }
 
 impl TabularData {
@@ -356,6 +363,7 @@ impl TabularData {
             labels: Vec::new(),
             classes: self.classes.clone(),
             feature_names: self.feature_names.clone(),
+            categorical: self.categorical.clone(),
             missing: self.missing.clone(),
         }
     }

@@ -65,6 +65,7 @@ mod tests {
             labels: vec![0, 1, 0],
             classes: vec!["a".into(), "b".into()],
             feature_names: vec!["x".into(), "y".into()],
+            categorical: Vec::new(),
             missing: MissingReport::default(),
         };
         let scaler = UnitBallScaler::fit(&data);

@@ -375,7 +375,7 @@ pub fn restore<M: Module>(
     // The record brings back the parameters' ids, which the optimiser's record is keyed by.
     let model =
         model.try_load_record(record).map_err(|e| refuse(format!("the model record does not fit the model: {e:?}")))?;
-    let table = ParamTable::of(&model)?;
+    let table = config.table(&model)?;
     let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
     let noise = match (mechanism.is_private(), h.noise) {
         (true, Some(position)) => {

@@ -46,6 +46,7 @@ pub struct DpOptimizer<M> {
     keys: StreamKeys,
     device: Device,
     average: Option<ParameterAverage<M>>,
+    table: ParamTable,
 }
 
 impl<M: Module> DpOptimizer<M> {
@@ -74,6 +75,7 @@ impl<M: Module> DpOptimizer<M> {
             keys: start.keys,
             device: device.device.clone(),
             average: start.average,
+            table: table.clone(),
         })
     }
 
@@ -126,6 +128,11 @@ impl<M: Module> DpOptimizer<M> {
     /// and release instead of the last iterate.
     pub fn averaged(&self) -> Option<&M> {
         self.average.as_ref().and_then(ParameterAverage::average)
+    }
+
+    /// The parameters the run trains, and those it keeps frozen.
+    pub fn table(&self) -> &ParamTable {
+        &self.table
     }
 
     /// The run's plan: steps, sampling rate, noise multiplier, clipping and planned privacy.

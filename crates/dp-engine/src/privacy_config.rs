@@ -1,7 +1,8 @@
 //! What determines a run's privacy, and nothing else (JAX Privacy keeps performance flags apart
 //! from privacy settings): the mechanism with its own typed options, and the
 //! [`PrivacySettings`] it reads (noise level, delta, clipping, lot size, run length, sampling,
-//! accountant, seed). Built Burn-style with `with_*` methods; an option of another mechanism
+//! accountant, seed), and which parameters it keeps frozen (they are released by no step). Built
+//! Burn-style with `with_*` methods; an option of another mechanism
 //! cannot be written, because each mechanism's options are fields of its own type.
 //!
 //! ```
@@ -20,10 +21,12 @@
 
 use crate::clipping::Clipping;
 use crate::error::Result;
+use crate::grad_sample::params::ParamTable;
 use crate::mechanism::Mechanism;
 use crate::mechanism::gaussian::Gaussian;
 use crate::privacy_settings::{AccountantChoice, AccountantName};
 use crate::privacy_settings::{NoiseLevel, PrivacySettings};
+use burn::module::Module;
 use dp_accounting::{Accountant, LotSampling};
 use std::fmt;
 use std::sync::Arc;
@@ -37,6 +40,9 @@ pub struct PrivacyConfig {
     pub mechanism: Arc<dyn Mechanism>,
     /// Noise level, delta, clipping, lot size, length, sampling, accountant, seed.
     pub settings: PrivacySettings,
+    /// Regular expressions of the parameter paths kept fixed ([`ParamTable::freezing`]): no
+    /// gradient, no noise, no update; empty: every parameter is trained.
+    pub frozen: Vec<String>,
 }
 
 impl fmt::Debug for PrivacyConfig {
@@ -47,6 +53,7 @@ impl fmt::Debug for PrivacyConfig {
             .field("mechanism", &self.mechanism.name())
             .field("settings", &settings)
             .field("seeded", &seeded)
+            .field("frozen", &self.frozen)
             .finish()
     }
 }
@@ -76,7 +83,7 @@ impl PrivacyConfig {
 
     /// The default settings with a mechanism already shared (as the registry builds one).
     pub fn with_shared(mechanism: Arc<dyn Mechanism>) -> Self {
-        Self { mechanism, settings: PrivacySettings::default() }
+        Self { mechanism, settings: PrivacySettings::default(), frozen: Vec::new() }
     }
 
     with!(
@@ -126,6 +133,20 @@ impl PrivacyConfig {
         /// while the seed stays secret.
         with_seed: u64 => seed = Some
     );
+
+    /// Keeps the parameters whose path (as `ParamTable` and a weight file name them, e.g.
+    /// `convs.0.weight`) one of these regular expressions matches fixed: fine-tuning a
+    /// pretrained model's last layers. Privacy is unchanged (each step still releases the
+    /// trained parameters' clipped sum with its noise); the frozen ones are released by none.
+    pub fn with_frozen(mut self, patterns: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.frozen = patterns.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The parameters of `model` a run of this configuration trains (the frozen ones apart).
+    pub fn table<M: Module>(&self, model: &M) -> Result<ParamTable> {
+        ParamTable::of(model)?.freezing(&self.frozen)
+    }
 
     /// The clipping used: the one given, or the mechanism's default.
     pub fn clipping(&self) -> Clipping {

@@ -92,7 +92,7 @@ impl PrivacyEngine {
         device: &Device,
     ) -> Result<DpOptimizer<M>> {
         let (config, plan, device) = self.planned(source, device)?;
-        let table = ParamTable::of(model)?;
+        let table = config.table(model)?;
         let scaled = dry_run(model, source, Batching::for_device(self.batch_size, &device), &table, &device.device)?;
         let keys = match self.keys {
             Some(keys) => keys,
@@ -131,7 +131,7 @@ impl PrivacyEngine {
             }
         };
         let restored = dp_checkpoint::restore(checkpoint, (model, optimizer), &config, &plan, &keys, &device.device)?;
-        let table = ParamTable::of(&restored.model)?;
+        let table = config.table(&restored.model)?;
         let start = StartFrom { keys, state: restored.state, steps_taken: restored.step, average: restored.average };
         let dp = DpOptimizer::assemble(config, plan, &table, restored.optimizer, start, self.batch_size, &device)?;
         Ok((restored.model, dp))
@@ -172,7 +172,8 @@ fn dry_run<M: Module>(
     let lot: Vec<usize> = (0..source.len().min(2)).collect();
     let inference = model.valid();
     without_panics(|| {
-        let (out, tape) = recording(|| source.losses(&inference, &lot, device)).map_err(|e| table.name_shared(e))?;
+        let (out, tape) = recording(&table.frozen_ids(), || source.losses(&inference, &lot, device))
+            .map_err(|e| table.name_shared(e))?;
         let out = out?;
         let dims = out.losses.dims();
         let views = source.views();
@@ -187,7 +188,7 @@ fn dry_run<M: Module>(
         }
         table.check_recorded(tape.params())?;
         lot_sum(&inference, source, &lot, batching, table, None, device)?;
-        independence(&inference, source, device)
+        independence(&inference, source, &table.frozen_ids(), device)
     })
 }
 /// Dry runs in progress, in any thread: while one is, the panic hook prints nothing (a model's

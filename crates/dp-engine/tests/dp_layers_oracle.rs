@@ -496,12 +496,12 @@ fn views_through_a_layer_that_cannot_group_them_are_refused() {
     let x =
         Tensor::<2>::from_data(TensorData::new((0..24).map(|i| i as f32 / 10.0).collect::<Vec<_>>(), [4, 6]), &device);
     let forward = |m: &WithOwnLayer| Ok((m.forward(x.clone()).sum_dim(1).reshape([4]), ()));
-    let err = BatchGrads::try_compute(2, || forward(&model)).err().expect("the user's layer cannot group");
+    let err = BatchGrads::try_compute(2, &[], || forward(&model)).err().expect("the user's layer cannot group");
     assert!(err.to_string().contains("group_views"), "{err}");
     let plain = |m: &WithOwnLayer| Ok((m.fc2.forward(m.fc1.forward(x.clone())).sum_dim(1).reshape([4]), ()));
-    let (mut grouped, ()) = BatchGrads::try_compute(2, || plain(&model)).expect("built-in layers group views");
+    let (mut grouped, ()) = BatchGrads::try_compute(2, &[], || plain(&model)).expect("built-in layers group views");
     assert!(grouped.sq_norms().iter().all(|n| n.dims() == [2]), "two examples of two views each");
-    let err = BatchGrads::try_compute(3, || plain(&model)).err().expect("4 rows are not views of 3");
+    let err = BatchGrads::try_compute(3, &[], || plain(&model)).err().expect("4 rows are not views of 3");
     assert!(err.to_string().contains("views"), "{err}");
 }
 

@@ -5,7 +5,6 @@ use burn::module::Module;
 use burn::tensor::Device;
 use dp_engine::canaries::WhiteBoxCanaries;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::plan::Plan;
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::step::batching::Batching;
@@ -21,7 +20,7 @@ pub(crate) fn place<M: Module>(
     source: &dyn LotSource<M>,
     (batching, device): (Batching, &Device),
 ) -> Result<WhiteBoxCanaries> {
-    let table = &ParamTable::of(model)?;
+    let table = &privacy.table(model)?;
     let Some(z) = plan.z else {
         return Err(EngineError::invalid(
             "audit",

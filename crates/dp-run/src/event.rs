@@ -4,7 +4,6 @@
 use dp_accounting::PrivacyReport;
 use dp_engine::backend::SelectedDevice;
 use dp_engine::dp_optimizer::DpOptimizer;
-use dp_engine::grad_sample::params::ParamTable;
 use serde::Serialize;
 
 /// What the run tells its observer.
@@ -15,8 +14,10 @@ pub enum Event {
     Started {
         /// Backend and adapter.
         device: String,
-        /// Scalar parameters of the model.
+        /// Scalar parameters the run trains.
         parameters: usize,
+        /// The parameters it keeps frozen, by path (empty: none).
+        frozen: Vec<String>,
         /// Training examples.
         train_examples: usize,
         /// Sampling rate q.
@@ -60,18 +61,17 @@ pub enum Event {
 }
 
 impl Event {
-    /// The start of a session of `dp` on `device`, for a model of `table` on `train_examples`,
-    /// from step `start_step`.
+    /// The start of a session of `dp` on `device`, on `train_examples`, from step `start_step`.
     pub(crate) fn started<M: burn::module::Module>(
         dp: &DpOptimizer<M>,
         device: &SelectedDevice,
-        table: &ParamTable,
         train_examples: usize,
         start_step: u64,
     ) -> Self {
         Event::Started {
             device: format!("{} ({})", device.backend, device.name),
-            parameters: table.num_params(),
+            parameters: dp.table().num_params(),
+            frozen: dp.table().frozen().iter().map(|p| p.path.clone()).collect(),
             train_examples,
             sample_rate: dp.sample_rate(),
             noise_multiplier: dp.noise_multiplier(),

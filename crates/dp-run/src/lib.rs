@@ -28,7 +28,7 @@ pub mod checkpoint;
 pub mod curves;
 pub mod folder;
 pub mod interrupt;
-mod model_file;
+pub mod model_file;
 pub mod seal;
 pub mod search;
 

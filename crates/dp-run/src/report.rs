@@ -33,6 +33,10 @@ pub struct RunReport {
     pub model: String,
     /// Mechanism.
     pub mechanism: String,
+    /// The parameters trained, by path (what each step released noisy).
+    pub trained_parameters: Vec<String>,
+    /// The parameters kept frozen (`PrivacyConfig::with_frozen`), released by no step.
+    pub frozen_parameters: Vec<String>,
     /// True when the run was seeded (reproducible).
     pub seeded: bool,
     /// Caveats.

@@ -21,7 +21,6 @@ use burn::tensor::Device;
 use dp_engine::backend::SelectedDevice;
 use dp_engine::dp_optimizer::DpOptimizer;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::lr_schedule::LrSchedule;
 use dp_engine::privacy_config::PrivacyConfig;
 use dp_engine::privacy_engine::PrivacyEngine;
@@ -147,10 +146,9 @@ impl<'a, M: Module> Run<'a, M> {
             Some((_, digest)) => self.resumed(engine, digest, (model, optimizer), source, device)?,
             None => self.fresh(engine, (model, optimizer), source, device)?,
         };
-        let table = ParamTable::of(&begun.at.model)?;
         let selected = SelectedDevice::of(device);
         let mut observe = std::mem::replace(&mut self.observe, Box::new(|_| {}));
-        observe(&Event::started(&begun.dp, &selected, &table, source.len(), begun.at.step));
+        observe(&Event::started(&begun.dp, &selected, source.len(), begun.at.step));
         let Begun { lock, config_digest, started, at, mut dp } = begun;
         let steps = StepLoop { session: &self.session, lock: &lock, config_digest, started, source, device: &selected };
         if at.step == 0 {

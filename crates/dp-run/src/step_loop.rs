@@ -139,6 +139,8 @@ impl<M: Module> StepLoop<'_, '_, M> {
             device: format!("{} ({})", self.device.backend, self.device.name),
             model: run.names.0.clone(),
             mechanism: run.privacy.mechanism.name().into(),
+            trained_parameters: dp.table().params().iter().map(|p| p.path.clone()).collect(),
+            frozen_parameters: dp.table().frozen().iter().map(|p| p.path.clone()).collect(),
             seeded: run.folder.seed().is_some(),
             notes: dp.notes().to_vec(),
             run_dir: dir.clone(),

@@ -34,17 +34,22 @@ impl BatchGrads {
     /// Runs `forward` with the tape (it returns each example's loss [B] and anything else the
     /// caller wants back, such as logits), then one backward of the summed loss.
     pub fn compute<T>(forward: impl FnOnce() -> (Tensor<1>, T)) -> Result<(Self, T)> {
-        Self::try_compute(1, || Ok(forward()))
+        Self::try_compute(1, &[], || Ok(forward()))
     }
 
     /// [`Self::compute`] of a forward pass that can fail (its data could not be read), whose rows
     /// come `views` to an example (augmentation multiplicity): each example's gradient is the
-    /// sum of its views' (the losses are weighted by the caller), clipped as one.
-    pub fn try_compute<T>(views: usize, forward: impl FnOnce() -> Result<(Tensor<1>, T)>) -> Result<(Self, T)> {
-        let (out, tape) = timed(Phase::Forward, || recording(forward))?;
+    /// sum of its views' (the losses are weighted by the caller), clipped as one. Layers whose
+    /// parameters are all `frozen` are not recorded.
+    pub fn try_compute<T>(
+        views: usize,
+        frozen: &[ParamId],
+        forward: impl FnOnce() -> Result<(Tensor<1>, T)>,
+    ) -> Result<(Self, T)> {
+        let (out, tape) = timed(Phase::Forward, || recording(frozen, forward))?;
         let (losses, extra) = out?;
         if tape.is_empty() {
-            return Err(EngineError::Unsupported("the forward pass went through no DP layer".into()));
+            return Err(EngineError::Unsupported("the forward pass went through no trained DP layer".into()));
         }
         let rows = losses.dims()[0];
         if views == 0 || rows % views != 0 {

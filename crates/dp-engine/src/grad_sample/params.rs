@@ -3,18 +3,22 @@
 //! DP layer, built in or a user's own, records its parameters through `tape::observe`), not a
 //! list of layer types: [`ParamTable::check_recorded`] refuses a parameter that no layer recorded
 //! (BatchNorm, burn-nn's Linear, a bare `Param` field, a DP layer the forward pass skipped), by
-//! its path and its module's type.
+//! its path and its module's type. [`ParamTable::freezing`] leaves out the parameters a run keeps
+//! fixed (fine-tuning a pretrained model's last layers): they get no gradient, no noise and no
+//! update, and may belong to any module, DP layer or not.
 
 use crate::error::{EngineError, Result};
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::tensor::Tensor;
+use regex::Regex;
 
 /// One trainable parameter.
 #[derive(Debug, Clone)]
 pub struct ParamInfo {
     /// Its id (what Burn's optimisers and records key on).
     pub id: ParamId,
-    /// Its path in the model, e.g. `blocks.0.conv1.weight`.
+    /// Its path in the model, e.g. `blocks.0.conv1.weight` (an enum module's variant left out,
+    /// as in a weight file).
     pub path: String,
     /// Its shape.
     pub shape: Vec<usize>,
@@ -39,11 +43,12 @@ impl ParamInfo {
     }
 }
 
-/// Every trainable parameter of a model, in the model's visiting order.
+/// Every trained parameter of a model, in the model's visiting order, and the frozen ones.
 #[derive(Debug, Clone)]
 pub struct ParamTable {
     params: Vec<ParamInfo>,
     layers: Vec<String>,
+    frozen: Vec<ParamInfo>,
 }
 
 /// Walks a module, keeping the path and the type of the module that holds each parameter.
@@ -64,7 +69,13 @@ impl ModuleVisitor for Lister {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let path = self.path.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(".");
+        let path = self
+            .path
+            .iter()
+            .filter(|(_, t)| !t.starts_with("Enum:"))
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(".");
         let holder = self.path.last().map_or("module", |(_, t)| t.as_str());
         let holder = holder.trim_start_matches("Struct:").trim_start_matches("Enum:").to_string();
         let layer_path = path.rsplit_once('.').map_or("", |(l, _)| l).to_string();
@@ -105,7 +116,53 @@ impl ParamTable {
         if lister.params.is_empty() {
             return Err(EngineError::Unsupported("the model has no trainable parameter".into()));
         }
-        Ok(Self { params: lister.params, layers: lister.layers })
+        Ok(Self { params: lister.params, layers: lister.layers, frozen: Vec::new() })
+    }
+
+    /// The table without the parameters whose path a regular expression of `patterns` matches
+    /// (anywhere in the path: anchor with `^` and `$`), which the run keeps fixed. Refused in one
+    /// line: a pattern that is not a regular expression or matches no parameter, a layer frozen
+    /// in part (its parameters are clipped together), every parameter frozen.
+    pub fn freezing(self, patterns: &[String]) -> Result<Self> {
+        if patterns.is_empty() {
+            return Ok(self);
+        }
+        let invalid = |reason: String| EngineError::invalid("freeze", reason);
+        let regexes = patterns
+            .iter()
+            .map(|p| Regex::new(p).map_err(|e| invalid(format!("`{p}` is not a regular expression: {}", one_line(&e)))))
+            .collect::<Result<Vec<_>>>()?;
+        let all: Vec<&ParamInfo> = self.params.iter().collect();
+        if let Some((p, _)) = patterns.iter().zip(&regexes).find(|(_, r)| !all.iter().any(|q| r.is_match(&q.path))) {
+            let names: Vec<&str> = all.iter().map(|q| q.path.as_str()).collect();
+            return Err(invalid(format!("`{p}` matches no parameter of the model ({})", names.join(", "))));
+        }
+        let frozen = |q: &ParamInfo| regexes.iter().any(|r| r.is_match(&q.path));
+        for (a, b) in all.iter().flat_map(|a| all.iter().map(move |b| (a, b))) {
+            if a.layer == b.layer && frozen(a) && !frozen(b) {
+                return Err(invalid(format!(
+                    "`{}` is frozen but `{}` of the same layer is not: a layer's parameters are clipped together, so freeze all of them or none",
+                    a.path, b.path
+                )));
+            }
+        }
+        let (frozen, trained): (Vec<ParamInfo>, Vec<ParamInfo>) = self.params.into_iter().partition(|q| frozen(q));
+        if trained.is_empty() {
+            return Err(invalid("every parameter is frozen: nothing would be trained".into()));
+        }
+        let mut layers: Vec<String> = Vec::new();
+        let params = trained
+            .into_iter()
+            .map(|mut q| {
+                let name = &self.layers[q.layer];
+                q.layer = layers.iter().position(|l| l == name).unwrap_or_else(|| {
+                    layers.push(name.clone());
+                    layers.len() - 1
+                });
+                q
+            })
+            .collect();
+        Ok(Self { params, layers, frozen })
     }
 
     /// Refuses the first parameter that is not among `recorded` (the parameters the layers of a
@@ -133,12 +190,22 @@ impl ParamTable {
         }
     }
 
-    /// The parameters, in visiting order.
+    /// The trained parameters, in visiting order.
     pub fn params(&self) -> &[ParamInfo] {
         &self.params
     }
 
-    /// The DP layers' paths, in visiting order.
+    /// The frozen parameters ([`Self::freezing`]), in visiting order.
+    pub fn frozen(&self) -> &[ParamInfo] {
+        &self.frozen
+    }
+
+    /// The ids of the frozen parameters, which a recorded forward pass leaves untapped.
+    pub fn frozen_ids(&self) -> Vec<ParamId> {
+        self.frozen.iter().map(|p| p.id).collect()
+    }
+
+    /// The trained DP layers' paths, in visiting order.
     pub fn layers(&self) -> &[String] {
         &self.layers
     }
@@ -153,8 +220,13 @@ impl ParamTable {
         self.params.iter().position(|p| p.id == id)
     }
 
-    /// Number of scalar parameters.
+    /// Number of trained scalar parameters.
     pub fn num_params(&self) -> usize {
         self.params.iter().map(ParamInfo::len).sum()
     }
+}
+
+/// An error's text on one line.
+fn one_line(e: &dyn std::fmt::Display) -> String {
+    e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -2,7 +2,8 @@
 //! this thread; each DP layer's forward calls [`observe`], which (only while recording) keeps the
 //! layer's record and taps the layer's output (`tap`: the identity, whose backward gives dL/dz to
 //! a 1x1 leaf's gradient), so that one backward of the summed loss yields dL/dz of every DP layer
-//! for every example at once.
+//! for every example at once. A layer whose parameters are all frozen is not tapped: it costs
+//! the backward pass nothing.
 
 use super::PerExampleGrads;
 use super::tap::tap;
@@ -30,6 +31,8 @@ pub struct Tape {
     entries: Vec<Entry>,
     /// Why the forward pass cannot be privatised (the first reason found).
     refused: Option<EngineError>,
+    /// The frozen parameters: a layer of only these is not recorded.
+    frozen: Vec<ParamId>,
 }
 
 /// One DP layer's per-example gradients, with the parameters they belong to.
@@ -53,15 +56,16 @@ impl Drop for ActiveGuard {
     }
 }
 
-/// Runs `forward` with every DP layer recording; returns its output and the tape. Refused when a
-/// recording is already active on this thread, and when a parameter was used twice.
-pub fn recording<T>(forward: impl FnOnce() -> T) -> Result<(T, Tape)> {
+/// Runs `forward` with every DP layer recording, except those whose parameters are all among
+/// `frozen`; returns its output and the tape. Refused when a recording is already active on this
+/// thread, when a parameter was used twice, and when a layer has frozen and trained parameters.
+pub fn recording<T>(frozen: &[ParamId], forward: impl FnOnce() -> T) -> Result<(T, Tape)> {
     ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
         if a.is_some() {
             return Err(EngineError::Unsupported("a forward pass is already being recorded on this thread".into()));
         }
-        *a = Some(Tape::default());
+        *a = Some(Tape { frozen: frozen.to_vec(), ..Tape::default() });
         Ok(())
     })?;
     let guard = ActiveGuard;
@@ -86,6 +90,19 @@ pub fn observe<const D: usize>(
     ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let Some(tape) = active.as_mut() else { return output };
+        let frozen = params.iter().filter(|id| tape.frozen.contains(id)).count();
+        if frozen > 0 && frozen == params.len() {
+            return output;
+        }
+        if frozen > 0 {
+            tape.refused.get_or_insert_with(|| {
+                EngineError::invalid(
+                    "freeze",
+                    format!("a {layer} has frozen and trained parameters: freeze all of a layer's or none"),
+                )
+            });
+            return output;
+        }
         if D < 2 {
             tape.refused
                 .get_or_insert_with(|| EngineError::Unsupported(format!("a {layer}'s output has no batch dimension")));

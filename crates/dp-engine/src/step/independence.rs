@@ -12,6 +12,7 @@ use super::lot::{LotSource, batch_losses};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::batch::BatchGrads;
 use crate::tensor_io::to_host;
+use burn::module::ParamId;
 use burn::tensor::Device;
 
 /// How far (relative) a loss or squared norm may move between groupings: float reductions in
@@ -22,9 +23,15 @@ const GROUP: usize = 3;
 
 /// Each example's loss (the mean of its views') and squared gradient norm, on `indices` as one
 /// batch of `model` (in its validation state).
-fn per_example<M>(model: &M, source: &dyn LotSource<M>, indices: &[usize], device: &Device) -> Result<Vec<(f64, f64)>> {
+fn per_example<M>(
+    model: &M,
+    source: &dyn LotSource<M>,
+    indices: &[usize],
+    frozen: &[ParamId],
+    device: &Device,
+) -> Result<Vec<(f64, f64)>> {
     let views = source.views();
-    let (mut grads, weighted) = BatchGrads::try_compute(views, || {
+    let (mut grads, weighted) = BatchGrads::try_compute(views, frozen, || {
         let out = batch_losses(source, model, indices, indices.len(), device)?;
         Ok((out.weighted.clone(), out.weighted))
     })?;
@@ -45,14 +52,20 @@ fn close(a: f64, b: f64) -> bool {
 
 /// Checks that the first examples of `source` have the same loss and gradient norm through
 /// `model` together as alone: a dependence is a one-line refusal naming the fix; a loss divided
-/// by the batch's size gives the note that says what it costs.
-pub fn independence<M>(model: &M, source: &dyn LotSource<M>, device: &Device) -> Result<Option<String>> {
+/// by the batch's size gives the note that says what it costs. Layers of `frozen` parameters
+/// are left out (they have no per-example gradient).
+pub fn independence<M>(
+    model: &M,
+    source: &dyn LotSource<M>,
+    frozen: &[ParamId],
+    device: &Device,
+) -> Result<Option<String>> {
     let n = source.len().min(GROUP);
     // One example is grouped with itself: a division by the batch's size still shows.
     let group: Vec<usize> = if n == 1 { vec![0, 0] } else { (0..n).collect() };
-    let together = per_example(model, source, &group, device)?;
+    let together = per_example(model, source, &group, frozen, device)?;
     let alone: Vec<(f64, f64)> =
-        group.iter().map(|&i| per_example(model, source, &[i], device).map(|v| v[0])).collect::<Result<_>>()?;
+        group.iter().map(|&i| per_example(model, source, &[i], frozen, device).map(|v| v[0])).collect::<Result<_>>()?;
     let pairs = || together.iter().zip(&alone);
     let Some((i, (t, a))) = pairs().enumerate().find(|(_, (t, a))| !(close(t.0, a.0) && close(t.1, a.1))) else {
         return Ok(None);

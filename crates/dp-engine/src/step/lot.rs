@@ -166,7 +166,7 @@ pub fn lot_sum<M>(
     let views = source.views();
     let batching = batching.for_views(views);
     for chunk in lot.chunks(batching.size) {
-        let (mut grads, (loss_sum, correct)) = BatchGrads::try_compute(views, || {
+        let (mut grads, (loss_sum, correct)) = BatchGrads::try_compute(views, &table.frozen_ids(), || {
             let out = batch_losses(source, model, chunk, batching.padded(chunk.len()), device)?;
             Ok((out.weighted.clone(), (out.weighted.inner().sum(), out.correct)))
         })

@@ -102,7 +102,8 @@ pub fn for_run<M: Module>(
     let Some(z) = z else {
         let (sampling, rate) = sampling_of(&sampler);
         let event = config.mechanism.step_event(None, rate, sampling)?;
-        return Ok(Box::new(plain::PlainStep { sampler, batching, ledger, event }));
+        let trained = table.params().iter().map(|p| p.id).collect();
+        return Ok(Box::new(plain::PlainStep { sampler, batching, ledger, event, trained }));
     };
     let noise = noise.ok_or_else(|| EngineError::Privacy("a private step needs its noise stream".into()))?;
     let mechanism = config.mechanism.clone();

@@ -1,13 +1,14 @@
 //! The unperturbed baseline: ordinary Burn training of the module, Burn's autodiff parameter
 //! gradients of the mean loss over the lot, then the optimiser. No tape, no taps, no clipping,
-//! no noise, no privacy: each step is recorded as a non-private release.
+//! no noise, no privacy: each step is recorded as a non-private release. Frozen parameters get no
+//! gradient, as in the private step.
 
 use super::batching::Batching;
 use super::lot::{LotMetrics, LotSource, batch_losses};
 use super::{LotStep, StepState};
 use crate::error::Result;
 use crate::phases::{Phase, timed};
-use burn::module::Module;
+use burn::module::{Module, ParamId};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
 use dp_accounting::{DpEvent, PrivacyLedger};
@@ -23,6 +24,8 @@ pub struct PlainStep {
     pub ledger: PrivacyLedger,
     /// What a step releases (the mechanism's event: the unperturbed gradient).
     pub event: DpEvent,
+    /// The parameters trained (the frozen ones apart).
+    pub trained: Vec<ParamId>,
 }
 
 impl<M: Module> LotStep<M> for PlainStep {
@@ -45,7 +48,7 @@ impl<M: Module> LotStep<M> for PlainStep {
             let loss = out.weighted.sum();
             metrics.add(loss.clone().inner(), out.correct);
             timed(Phase::Backward, || {
-                let grads = GradientsParams::from_grads(loss.div_scalar(n).backward(), &model);
+                let grads = GradientsParams::from_params(&mut loss.div_scalar(n).backward(), &model, &self.trained);
                 accumulated.accumulate(&model, grads);
             });
         }

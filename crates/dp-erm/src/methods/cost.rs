@@ -59,6 +59,7 @@ mod tests {
             labels: (0..n).map(|i| i % classes).collect(),
             classes: (0..classes).map(|c| format!("c{c}")).collect(),
             feature_names: (0..5).map(|j| format!("x{j}")).collect(),
+            categorical: Vec::new(),
             missing: Default::default(),
         }
     }

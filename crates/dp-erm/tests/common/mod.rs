@@ -28,6 +28,7 @@ pub fn synthetic(n: usize, d: usize, classes: usize, seed: u64) -> TabularData {
         labels,
         classes: (0..classes).map(|c| c.to_string()).collect(),
         feature_names: (0..d).map(|j| format!("x{j}")).collect(),
+        categorical: Vec::new(),
         missing: MissingReport::default(),
     }
 }
