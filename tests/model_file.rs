@@ -9,11 +9,17 @@ use common::*;
 use serde_json::Value;
 use std::path::Path;
 
-/// A safetensors file's metadata and tensor names.
-fn header(path: &Path) -> (Value, Vec<String>) {
+/// A safetensors file's bytes, its JSON header, and where its tensor data starts.
+fn parsed(path: &Path) -> (Vec<u8>, serde_json::Map<String, Value>, usize) {
     let bytes = std::fs::read(path).unwrap();
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let mut header: serde_json::Map<String, Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let header = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    (bytes, header, 8 + n)
+}
+
+/// A safetensors file's metadata and tensor names.
+fn header(path: &Path) -> (Value, Vec<String>) {
+    let (_, mut header, _) = parsed(path);
     let meta = header.remove("__metadata__").unwrap_or_default();
     (meta, header.keys().cloned().collect())
 }
@@ -72,12 +78,10 @@ fn a_run_exports_its_model_with_its_report_and_another_starts_from_it() {
 
 /// The bytes of tensor `name` in the safetensors file `path`.
 fn tensor_bytes(path: &Path, name: &str) -> Vec<u8> {
-    let bytes = std::fs::read(path).unwrap();
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let (bytes, header, data) = parsed(path);
     let offsets = &header[name]["data_offsets"];
     let (from, to) = (offsets[0].as_u64().unwrap() as usize, offsets[1].as_u64().unwrap() as usize);
-    bytes[8 + n + from..8 + n + to].to_vec()
+    bytes[data + from..data + to].to_vec()
 }
 
 #[test]
