@@ -93,3 +93,8 @@ impl EngineError {
         EngineError::InvalidParameter { name, reason: reason.into() }
     }
 }
+
+/// `text` on one line (a library's multi-line message inside a one-line error).
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -26,7 +26,7 @@
 use crate::backend::SelectedDevice;
 use crate::dp_checkpoint::{self, DpCheckpoint, StreamKeys};
 use crate::dp_optimizer::{DpOptimizer, StartFrom};
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Result, one_line};
 use crate::grad_sample::params::ParamTable;
 use crate::grad_sample::tape::recording;
 use crate::plan::{Plan, fresh_sampler, plan};
@@ -223,7 +223,7 @@ fn without_panics<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
             .map(String::as_str)
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or("no message");
-        let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        let line = one_line(message);
         Err(EngineError::invalid("model", format!("its forward pass or loss failed on two examples: {line}")))
     })
 }

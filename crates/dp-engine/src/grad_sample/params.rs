@@ -7,7 +7,7 @@
 //! fixed (fine-tuning a pretrained model's last layers): they get no gradient, no noise and no
 //! update, and may belong to any module, DP layer or not.
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Result, one_line};
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::tensor::Tensor;
 use regex::Regex;
@@ -130,7 +130,10 @@ impl ParamTable {
         let invalid = |reason: String| EngineError::invalid("freeze", reason);
         let regexes = patterns
             .iter()
-            .map(|p| Regex::new(p).map_err(|e| invalid(format!("`{p}` is not a regular expression: {}", one_line(&e)))))
+            .map(|p| {
+                Regex::new(p)
+                    .map_err(|e| invalid(format!("`{p}` is not a regular expression: {}", one_line(&e.to_string()))))
+            })
             .collect::<Result<Vec<_>>>()?;
         let all: Vec<&ParamInfo> = self.params.iter().collect();
         if let Some((p, _)) = patterns.iter().zip(&regexes).find(|(_, r)| !all.iter().any(|q| r.is_match(&q.path))) {
@@ -224,9 +227,4 @@ impl ParamTable {
     pub fn num_params(&self) -> usize {
         self.params.iter().map(ParamInfo::len).sum()
     }
-}
-
-/// An error's text on one line.
-fn one_line(e: &dyn std::fmt::Display) -> String {
-    e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
 }

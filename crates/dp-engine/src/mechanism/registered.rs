@@ -3,7 +3,7 @@
 //! mechanisms import this file, the registry imports them: no file imports another back.
 
 use super::Mechanism;
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Result, one_line};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -39,9 +39,8 @@ pub struct Registered {
 
 /// A mechanism's typed options read from its configuration keys.
 pub fn typed_options<T: DeserializeOwned>(options: &toml::Table) -> Result<T> {
-    T::deserialize(toml::Value::Table(options.clone())).map_err(|e| {
-        EngineError::invalid("mechanism option", e.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
-    })
+    T::deserialize(toml::Value::Table(options.clone()))
+        .map_err(|e| EngineError::invalid("mechanism option", one_line(&e.to_string())))
 }
 
 impl std::fmt::Display for MechanismName {

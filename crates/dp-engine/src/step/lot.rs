@@ -165,8 +165,9 @@ pub fn lot_sum<M>(
     let mut metrics = LotMetrics { examples: lot.len(), ..LotMetrics::default() };
     let views = source.views();
     let batching = batching.for_views(views);
+    let frozen = table.frozen_ids();
     for chunk in lot.chunks(batching.size) {
-        let (mut grads, (loss_sum, correct)) = BatchGrads::try_compute(views, &table.frozen_ids(), || {
+        let (mut grads, (loss_sum, correct)) = BatchGrads::try_compute(views, &frozen, || {
             let out = batch_losses(source, model, chunk, batching.padded(chunk.len()), device)?;
             Ok((out.weighted.clone(), (out.weighted.inner().sum(), out.correct)))
         })
