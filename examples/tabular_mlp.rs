@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! scripts/tabular-data.sh          # -> data/tabular/breast_cancer.csv (from scikit-learn's wheel)
-//! cargo run --release --example tabular_mlp [-- path/to/table.csv]
+//! cargo run --release --example tabular_mlp [-- path/to/table.csv [CLASS,CLASS,...]]
 //! ```
 
 use anyhow::Context;
@@ -74,8 +74,11 @@ impl Batcher<Row, (Tensor<2>, Vec<usize>)> for Rows {
 
 fn main() -> anyhow::Result<()> {
     let path = std::env::args().nth(1).map_or_else(|| PathBuf::from("data/tabular/breast_cancer.csv"), PathBuf::from);
-    let table = load_csv(&path, &CsvOptions::default())
-        .with_context(|| format!("{} (run scripts/tabular-data.sh first)", path.display()))?;
+    // The classes are public input, declared: never read from the private rows.
+    let classes = std::env::args().nth(2).unwrap_or_else(|| "malignant,benign".into());
+    let options = CsvOptions { classes: Some(classes.split(',').map(String::from).collect()), ..CsvOptions::default() };
+    let table =
+        load_csv(&path, &options).with_context(|| format!("{} (run scripts/tabular-data.sh first)", path.display()))?;
     let (train, test) = table.split(0.2, 7)?;
     let classes = table.classes.len();
     let device = DeviceChoice::Auto.open()?;

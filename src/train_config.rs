@@ -33,6 +33,8 @@ pub struct TrainConfig {
     pub image_shape: Option<[usize; 3]>,
     /// csv: the label column, a header name or a 0-based index (default: the last).
     pub label: Option<String>,
+    /// csv: the classes in label order, declared (public input, never read from the rows).
+    pub classes: Option<Vec<String>>,
     /// Architecture.
     pub model: ModelName,
     /// Non-linearity.
@@ -114,6 +116,7 @@ impl Default for TrainConfig {
             data_dir: None,
             image_shape: None,
             label: None,
+            classes: None,
             model: ModelName::MnistCnn,
             activation: Activation::Tanh,
             hidden: None,
@@ -154,7 +157,11 @@ impl TrainConfig {
     /// How a user's own data is read.
     pub fn own_data(&self) -> OwnData {
         let default = OwnData::default();
-        OwnData { image_shape: self.image_shape.unwrap_or(default.image_shape), label: self.label.clone() }
+        OwnData {
+            image_shape: self.image_shape.unwrap_or(default.image_shape),
+            label: self.label.clone(),
+            classes: self.classes.clone(),
+        }
     }
 
     /// The set the run is evaluated on: `test`, or `validation` (the held-out end of the
@@ -205,6 +212,21 @@ impl TrainConfig {
         }
         if self.label.is_some() && self.dataset != DatasetName::Csv {
             return Err(EngineError::invalid("label", "--label names the label column of --dataset csv"));
+        }
+        match (self.dataset, &self.classes) {
+            (DatasetName::Csv, None) => {
+                return Err(EngineError::invalid(
+                    "classes",
+                    "--dataset csv needs its classes declared in label order (--classes NAME,NAME,...): they are public input, never read from the private rows",
+                ));
+            }
+            (DatasetName::Csv, Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                return Err(EngineError::invalid(
+                    "classes",
+                    "--classes declares the classes of --dataset csv (an image folder's are its class folders)",
+                ));
+            }
         }
         if let Some(decay) = self.ema {
             dp_engine::parameter_average::checked_decay(decay)?;

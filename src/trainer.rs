@@ -16,6 +16,7 @@ use dp_engine::optimizer::optimizer;
 use dp_engine::scatter_net::ScatterNet;
 use dp_engine::step::batching::Batching;
 use dp_engine::weights::load_weights;
+use dp_run::model_file::provenance;
 use dp_run::prelude::*;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -37,18 +38,41 @@ pub enum Told<'a> {
     },
 }
 
-/// The training and evaluation sets of a run (the test set, or the held-out end of the
-/// training set with `validation`), and with `test_too` the test set beside a held-out one,
-/// refused when their shapes or classes differ (the model could not evaluate them after
-/// training); a ScatterNet model's are their features (`scattered`, cached), whose computation
-/// `observe` is told of, except the training images of a run with augmented views, which are
-/// transformed view by view as they are drawn.
-fn load_data(
-    config: &TrainConfig,
-    test_too: bool,
-    interrupt: Option<&AtomicBool>,
-    observe: &mut dyn FnMut(Told<'_>),
-) -> Result<(ImageDataset, ImageDataset, Option<ImageDataset>)> {
+/// The sets a run trains and is evaluated on: the training set, the set it is evaluated on
+/// (the test set, or the held-out end of the training set with `validation`), and the test set
+/// beside a held-out one when asked for.
+#[derive(Debug, Clone)]
+pub struct Datasets {
+    /// The training examples.
+    pub train: ImageDataset,
+    /// What the run is evaluated on.
+    pub test: ImageDataset,
+    /// The test set beside a held-out one.
+    pub beside: Option<ImageDataset>,
+}
+
+/// [`Datasets`], borrowed: what a run reads.
+#[derive(Debug, Clone, Copy)]
+pub struct DataView<'a> {
+    /// The training examples.
+    pub train: &'a ImageDataset,
+    /// What the run is evaluated on.
+    pub test: &'a ImageDataset,
+    /// The test set beside a held-out one.
+    pub beside: Option<&'a ImageDataset>,
+}
+
+impl Datasets {
+    /// The sets, borrowed.
+    pub fn view(&self) -> DataView<'_> {
+        DataView { train: &self.train, test: &self.test, beside: self.beside.as_ref() }
+    }
+}
+
+/// The images of a run's sets as `config` names them (its dataset, own data and `validation`),
+/// with `test_too` the test set beside a held-out one; refused when a set is empty or their
+/// shapes or classes differ (the model could not evaluate them after training).
+pub fn load_images(config: &TrainConfig, test_too: bool) -> Result<Datasets> {
     // The folder is found once: a fetched one is verified by hashing its files.
     let folder = data_folder(config.dataset, config.data_dir.as_deref())?;
     let train = config.dataset.load(&folder, Split::Train, &config.own_data())?;
@@ -89,18 +113,41 @@ fn load_data(
             )));
         }
     }
-    if !config.model.reads_scattering() {
-        return Ok((train, test, beside));
-    }
+    Ok(Datasets { train, test, beside })
+}
+
+/// The ScatterNet features of `images` (`scattered`, cached), whose computation `observe` is
+/// told of; the training set's only with `train_too` (a run with augmented views transforms
+/// its training images view by view as they are drawn).
+pub fn features(
+    images: &Datasets,
+    train_too: bool,
+    interrupt: Option<&AtomicBool>,
+    observe: &mut dyn FnMut(Told<'_>),
+) -> Result<Datasets> {
     let cache = cache_dir();
     let mut features = |set: &ImageDataset| {
         scattered(set, cache.as_deref(), interrupt, &mut |examples| {
             observe(Told::Scattering { examples, cache: cache.as_deref() })
         })
     };
-    let train = if config.augmult.is_some() { train } else { features(&train)? };
-    let beside = beside.as_ref().map(&mut features).transpose()?;
-    Ok((train, features(&test)?, beside))
+    let train = if train_too { features(&images.train)? } else { images.train.clone() };
+    let beside = images.beside.as_ref().map(&mut features).transpose()?;
+    Ok(Datasets { train, test: features(&images.test)?, beside })
+}
+
+/// The sets a run of `config` reads (images, or a ScatterNet model's features).
+fn load_data(
+    config: &TrainConfig,
+    test_too: bool,
+    interrupt: Option<&AtomicBool>,
+    observe: &mut dyn FnMut(Told<'_>),
+) -> Result<Datasets> {
+    let images = load_images(config, test_too)?;
+    match config.model.reads_scattering() {
+        true => features(&images, config.augmult.is_none(), interrupt, observe),
+        false => Ok(images),
+    }
 }
 
 /// How this invocation runs: fresh or resumed, and the run's options (where it stops, audit,
@@ -169,68 +216,87 @@ pub fn train(
     device: &SelectedDevice,
     observe: &mut dyn FnMut(Told<'_>),
 ) -> Result<RunReport> {
-    Ok(trained(config, session, false, device, observe)?.1)
+    let (folder, config) = opened(config, session)?;
+    let data = load_data(&config, false, session.options.interrupt, observe)?;
+    Ok(trained(folder, config, session, data.view(), device, observe)?.1)
 }
 
-/// [`train`], and the released model's accuracy on the test set (a search's candidates are
-/// scored on held-out training examples; the chosen one's test accuracy is post-processing).
+/// The run `config` says on `data` (loaded once by the caller for several runs, as a search's
+/// candidates share theirs), and the released model's accuracy on the test set beside its
+/// held-out examples (a search's candidates are scored on held-out training examples; the
+/// chosen one's test accuracy is post-processing).
 pub fn train_then_test(
     config: TrainConfig,
     session: Session,
+    data: DataView<'_>,
     device: &SelectedDevice,
     observe: &mut dyn FnMut(Told<'_>),
 ) -> Result<(RunReport, f64)> {
-    let (model, report, test) = trained(config, session, true, device, observe)?;
-    let accuracy = match test {
-        Some(test) => evaluate(&model, &test, &device.device)?,
+    let (folder, config) = opened(config, session)?;
+    let (model, report) = trained(folder, config, session, data, device, observe)?;
+    let accuracy = match data.beside {
+        Some(test) => evaluate(&model, test, &device.device)?,
         None => report.test_accuracy,
     };
     Ok((report, accuracy))
 }
 
-/// The released model of the run `config` says, its report, and with `test_too` the test set
-/// when the run is evaluated on held-out training examples.
-fn trained(
-    config: TrainConfig,
-    session: Session,
-    test_too: bool,
-    device: &SelectedDevice,
-    observe: &mut dyn FnMut(Told<'_>),
-) -> Result<(ZooModel, RunReport, Option<ImageDataset>)> {
+/// The run's folder (fresh, or resumed) and the configuration the run goes on with (a resumed
+/// run's own, whatever else was passed), checked.
+fn opened(config: TrainConfig, session: Session) -> Result<(RunFolder, TrainConfig)> {
     let folder = if session.resume {
         RunFolder::resume(&config.out_dir)?
     } else {
         RunFolder::fresh(&config.out_dir, config.seed)?
     };
-    // A resumed run continues with its own configuration, whatever else was passed.
     let config = match folder.settings::<TrainConfig>()? {
         Some(own) => TrainConfig { seed: config.seed, out_dir: config.out_dir, ..own },
         None => config,
     };
+    config.validate(&config.privacy()?)?;
+    Ok((folder, config))
+}
+
+/// The released model of the run `config` says in `folder`, on `data`, and its report.
+fn trained(
+    folder: RunFolder,
+    config: TrainConfig,
+    session: Session,
+    data: DataView<'_>,
+    device: &SelectedDevice,
+    observe: &mut dyn FnMut(Told<'_>),
+) -> Result<(ZooModel, RunReport)> {
     let privacy = config.privacy()?;
-    config.validate(&privacy)?;
-    let (train_data, test_data, beside) = load_data(&config, test_too, session.options.interrupt, observe)?;
+    let DataView { train: train_data, test: test_data, .. } = data;
     let dev = &device.device;
-    let model = checked_model(&config, &train_data, &test_data, device)?;
-    // A resumed run's weights come from its checkpoint: its initial weights file is not read.
+    let model = checked_model(&config, train_data, test_data, device)?;
+    // A resumed run's weights come from its checkpoint: its initial weights file is not read
+    // for them (its provenance is, where it is still there, for the report).
     let model = match config.init_from.as_deref().filter(|_| !folder.is_resumed()) {
         Some(file) => load_weights(model, file, &[])?,
         None => model,
     };
-    let plain = CrossEntropyLots { data: &train_data };
-    let augmented = augmented_lots(&config, &train_data, folder.streams().sampler_key())?;
+    let initial = match config.init_from.as_deref().filter(|f| !folder.is_resumed() || f.exists()) {
+        Some(file) => Some(provenance(file)?),
+        None => None,
+    };
+    let plain = CrossEntropyLots { data: train_data };
+    let augmented = augmented_lots(&config, train_data, folder.streams().sampler_key())?;
     let source: &dyn LotSource<ZooModel> = match &augmented {
         Some(lots) => lots,
         None => &plain,
     };
     let optimizer = optimizer(config.optimizer(), config.momentum, config.weight_decay);
-    Run::new(folder, privacy, config.learning_rate, |model: &ZooModel| evaluate(model, &test_data, dev))
-        .with_schedule(config.lr_schedule)
+    let run = Run::new(folder, privacy, config.learning_rate, |model: &ZooModel| evaluate(model, test_data, dev));
+    let run = match initial {
+        Some(p) => run.with_initial_weights(p),
+        None => run,
+    };
+    run.with_schedule(config.lr_schedule)
         .with_batch_size(config.batch_size)
         .with_options(RunOptions { checkpoint_every: config.checkpoint_every, average: config.ema, ..session.options })
         .with_settings(&TrainConfig { seed: None, ..config.clone() })?
         .describe(config.model.as_str(), config.evaluated_on())
         .observe(|event| observe(Told::Run(event)))
         .train_model(model, optimizer, source, dev)
-        .map(|(model, report)| (model, report, beside))
 }

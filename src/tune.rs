@@ -7,23 +7,20 @@
 //! interrupted search continues with `--resume`: the candidate it stopped in resumes from its
 //! checkpoint, and no finished candidate trains again.
 
-use crate::fetch::data_folder;
 use crate::search_space::{Range, Space};
 use crate::train_config::TrainConfig;
-use crate::trainer::{Session, Told, train_then_test};
+use crate::trainer::{DataView, Datasets, Session, Told, features, load_images, train_then_test};
 use dp_accounting::PrivacyReport;
 use dp_accounting::repeat_and_select::Repetitions;
-use dp_accounting::search::TrainingShape;
-use dp_data::Split;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, remove_entry, remove_if_present, write_atomic};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::error::{EngineError, Result};
-use dp_run::RunOptions;
 use dp_run::checkpoint::checkpoint_path;
 use dp_run::folder::keys::KEY_FILE;
 use dp_run::folder::lock::RunLock;
 use dp_run::folder::{CONFIG_FILE, METRICS_FILE, MODEL_FILE, PLOT_FILE, PLOT_PNG, REPORT_FILE};
 use dp_run::search::{Candidate, Journal, Score, SearchSettings, Trained, search};
+use dp_run::{RunOptions, RunReport};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -75,13 +72,48 @@ pub struct Tune {
     pub interrupt: Option<&'static AtomicBool>,
 }
 
-/// A configuration of the space as the search sees it: a cell with the ranges drawn in it (both
-/// in the journal's fingerprint, so a resumed search refuses another space).
+/// A configuration of the space as the search sees it: a cell with the ranges drawn in it and
+/// the digest of the training data every candidate trains on (all in the journal's
+/// fingerprint, so a resumed search refuses another space or other data).
 #[derive(Debug, Clone, Serialize)]
 struct Cell<'a> {
     config: &'a TrainConfig,
     ranges: &'a [(String, Range)],
-    shape: TrainingShape,
+    data: &'a str,
+}
+
+/// The data every candidate reads, loaded (and a ScatterNet model's features computed) once
+/// before the search: nothing a candidate does depends on how many came before it (K is
+/// secret), and no candidate reads data other than the first did.
+struct SharedData {
+    images: Datasets,
+    features: Option<Datasets>,
+}
+
+impl SharedData {
+    /// The sets of the cells of `space`, with the test set beside the held-out examples.
+    fn load(space: &Space, t: &Tune, observe: &mut dyn FnMut(Told<'_>)) -> Result<Self> {
+        let first = &space.cells[0];
+        let images = load_images(first, true)?;
+        let features = match space.cells.iter().any(|c| c.model.reads_scattering()) {
+            true => Some(features(&images, space.cells.iter().any(|c| c.augmult.is_none()), t.interrupt, observe)?),
+            false => None,
+        };
+        Ok(Self { images, features })
+    }
+
+    /// What a candidate of `config` reads: images, or a ScatterNet model's features (its
+    /// training images as they are when it draws augmented views).
+    fn view(&self, config: &TrainConfig) -> DataView<'_> {
+        match (&self.features, config.model.reads_scattering()) {
+            (Some(f), true) => DataView {
+                train: if config.augmult.is_some() { &self.images.train } else { &f.train },
+                test: &f.test,
+                beside: f.beside.as_ref(),
+            },
+            _ => self.images.view(),
+        }
+    }
 }
 
 /// What a finished candidate leaves in the journal: its folder's name, its configuration (its
@@ -116,18 +148,12 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
             "every candidate must share the dataset (and how own data is read) and `validation`",
         ));
     }
-    let n = first
-        .dataset
-        .load(&data_folder(first.dataset, first.data_dir.as_deref())?, Split::Train, &first.own_data())?
-        .len()
-        .saturating_sub(held_out);
-    let cells: Vec<Cell<'_>> = t
-        .space
-        .cells
-        .iter()
-        .zip(t.space.shapes(n)?)
-        .map(|(config, shape)| Cell { config, ranges: &t.space.ranges, shape })
-        .collect();
+    let data = SharedData::load(&t.space, t, observe)?;
+    let n = data.images.train.len();
+    t.space.shapes(n)?;
+    let digest = data.images.train.digest();
+    let cells: Vec<Cell<'_>> =
+        t.space.cells.iter().map(|config| Cell { config, ranges: &t.space.ranges, data: &digest }).collect();
     let settings = SearchSettings {
         repetitions: t.repetitions,
         target_epsilon: t.target_epsilon,
@@ -137,27 +163,35 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
     };
     let searched = search(
         &cells,
-        |cell| cell.shape,
+        |cell| cell.config.privacy(),
+        n,
         &settings,
         &journal,
         |c| {
-            let (outcome, accuracy) = candidate(t, &c, &journal, device, observe)?;
-            Ok(Trained { value: outcome, correct: (accuracy * held_out as f64).round() as usize, evaluated: held_out })
+            let (outcome, run, accuracy) = candidate(t, &c, &data, &journal, device, observe)?;
+            Ok(Trained {
+                value: outcome,
+                run,
+                correct: (accuracy * held_out as f64).round() as usize,
+                evaluated: held_out,
+            })
         },
     )?;
     finish(t, searched.chosen.map(|(_, outcome, score)| (outcome, score)), searched.privacy, journal)
 }
 
-/// Trains (or continues) candidate `c` in its folder of the journal: a run with a checkpoint
-/// resumes (a finished one is only evaluated again), any other starts afresh (it took no step);
-/// gives its outcome and its accuracy on the held-out examples.
+/// Trains (or continues) candidate `c` on the search's `data` in its folder of the journal: a
+/// run with a checkpoint resumes (a finished one is only evaluated again), any other starts
+/// afresh (it took no step); gives its outcome, its run's report and its accuracy on the
+/// held-out examples.
 fn candidate(
     t: &Tune,
     c: &Candidate<'_, Cell<'_>>,
+    data: &SharedData,
     journal: &Journal,
     device: &SelectedDevice,
     observe: &mut dyn FnMut(Told<'_>),
-) -> Result<(Outcome, f64)> {
+) -> Result<(Outcome, RunReport, f64)> {
     let config = t.space.candidate(c.config.config, c.draw)?;
     let dir = journal.dir().join(c.name);
     let resume = occupied(&checkpoint_path(&dir));
@@ -171,14 +205,16 @@ fn candidate(
     // The key stays until the search ends (a finished candidate may be evaluated again on
     // resume); the whole journal goes then, and the chosen folder never keeps it.
     let options = RunOptions { interrupt: t.interrupt, keep_key: true, overwrite: !resume, ..RunOptions::default() };
-    let (report, test_accuracy) = train_then_test(run, Session { resume, options }, device, observe)?;
+    let (report, test_accuracy) =
+        train_then_test(run, Session { resume, options }, data.view(&config), device, observe)?;
     if report.interrupted {
         return Err(EngineError::Interrupted(format!(
             "the search is interrupted; continue it with `dptrain tune --resume` and the same --space and settings (--out-dir {}): starting it again would spend the data's privacy twice",
             t.out_dir.display()
         )));
     }
-    Ok((Outcome { name: c.name.to_string(), config, test_accuracy }, report.test_accuracy))
+    let held_out_accuracy = report.test_accuracy;
+    Ok((Outcome { name: c.name.to_string(), config, test_accuracy }, report, held_out_accuracy))
 }
 
 /// The journal of the search in `out_dir`: the interrupted one's when `resume`, else a new one,

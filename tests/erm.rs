@@ -37,6 +37,8 @@ fn every_method_reports_its_label_and_the_files_are_written() {
         "erm",
         "--dataset",
         &table,
+        "--classes",
+        "class0,class1",
         "--epsilons",
         "0.5,4",
         "--repeats",
@@ -82,6 +84,8 @@ fn every_method_reports_its_label_and_the_files_are_written() {
         "erm",
         "--dataset",
         out.join("private-data/input-eps4-run0.csv").to_str().unwrap(),
+        "--classes",
+        "class0,class1",
         "--methods",
         "non-private",
         "--repeats",
@@ -104,6 +108,8 @@ fn seeded_runs_reproduce() {
             "erm",
             "--dataset",
             &table,
+            "--classes",
+            "class0,class1",
             "--methods",
             "input,gradient,output",
             "--epsilons",
@@ -131,7 +137,9 @@ fn seeded_runs_reproduce() {
 /// The seeded report of input, dbdp and gradient on `device` (None where wgpu has no adapter and
 /// DPTRAIN_REQUIRE_WGPU is unset).
 fn device_report(table: &str, model: &str, device: &str, out: &Path) -> Option<Value> {
-    let args = ["erm", "--dataset", table, "--model", model, "--methods", "input,dbdp,gradient", "--epsilons"];
+    let classes = if model == "mlp" { "class0,class1,class2" } else { "class0,class1" };
+    let args = ["erm", "--dataset", table, "--classes", classes, "--model", model, "--methods", "input,dbdp,gradient"];
+    let args = [&args[..], &["--epsilons"]].concat();
     let rest = ["0.5,4", "--repeats", "2", "--c", "0.05", "--seed", "5", "--json", "--device", device, "--out"];
     let mut all: Vec<&str> = args.iter().chain(&rest).copied().collect();
     all.push(out.to_str().unwrap());
@@ -173,7 +181,8 @@ fn refusals_name_the_violated_condition() {
     let dir = tempfile::tempdir().unwrap();
     let three = write_table(dir.path(), 90, 3);
     let one_cell = |extra: &[&str], out: &str| {
-        let mut args = vec!["erm", "--dataset", &three, "--epsilons", "1", "--repeats", "1", "--json", "--out", out];
+        let mut args = vec!["erm", "--dataset", &three, "--classes", "class0,class1,class2", "--epsilons", "1"];
+        args.extend(["--repeats", "1", "--json", "--out", out]);
         args.extend(extra);
         run_json(&args)
     };
@@ -198,6 +207,9 @@ fn bad_input_gives_one_line_errors() {
     let missing = dir.path().join("missing.csv");
     let twice = dir.path().join("twice.csv");
     std::fs::write(&twice, "a,label,label\n1,0,1\n2,1,0\n3,0,1\n4,1,0\n").unwrap();
+    // A row whose label is no declared class (a table one row away from another's).
+    let zebra = dir.path().join("zebra.csv");
+    std::fs::write(&zebra, "a,b,label\n1,2,class0\n3,4,class1\n5,6,zebra\n").unwrap();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -211,9 +223,10 @@ fn bad_input_gives_one_line_errors() {
         (vec!["--dataset", &good, "--methods", "laplace"], "'laplace' is not one of"),
         (vec!["--dataset", missing.to_str().unwrap()], "cannot read"),
         (vec!["--dataset", twice.to_str().unwrap(), "--label", "label"], "both named 'label'"),
+        (vec!["--dataset", zebra.to_str().unwrap()], "line 4: label 'zebra' is not a declared class (class0, class1)"),
     ];
     for (extra, expected) in cases {
-        let mut args = vec!["erm", "--out", out];
+        let mut args = vec!["erm", "--out", out, "--classes", "class0,class1"];
         args.extend(&extra);
         let o = dptrain(&args);
         let stderr = String::from_utf8_lossy(&o.stderr);
@@ -222,10 +235,23 @@ fn bad_input_gives_one_line_errors() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{extra:?}: {stderr}");
     }
     // An absurd audit is refused from arithmetic, before its canaries are allocated.
-    let o = dptrain(&["audit", "--dataset", &good, "--mechanism", "output", "--canaries", "100000000"]);
+    let o = dptrain(&[
+        "audit",
+        "--dataset",
+        &good,
+        "--classes",
+        "class0,class1",
+        "--mechanism",
+        "output",
+        "--canaries",
+        "100000000",
+    ]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && stderr.contains("canaries"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    // Undeclared classes: refused by the parser, before the table is read.
+    let o = dptrain(&["erm", "--dataset", &good, "--out", out]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--classes"));
 }
 
 #[test]
@@ -233,7 +259,9 @@ fn audits_bound_dp_sgd_below_its_certificate_and_non_private_training_far_above(
     let dir = tempfile::tempdir().unwrap();
     let table = write_table(dir.path(), 100, 2);
     let audit = |mechanism: &str, canary: &str| -> Value {
-        let args = ["audit", "--dataset", &table, "--mechanism", mechanism, "--canary", canary, "--epsilons", "2"];
+        let args =
+            ["audit", "--dataset", &table, "--classes", "class0,class1", "--mechanism", mechanism, "--canary", canary];
+        let args = [&args[..], &["--epsilons", "2"]].concat();
         let rest = ["--canaries", "2000", "--sample-rate", "1", "--repeats", "3", "--seed", "4", "--json"];
         run_json(&args.iter().chain(&rest).copied().collect::<Vec<_>>())
     };
@@ -257,7 +285,17 @@ fn audits_bound_dp_sgd_below_its_certificate_and_non_private_training_far_above(
         assert!(run["epsilon"].as_f64().unwrap() > 4.0, "{run}");
     }
     // White-box canaries exist only inside DP-SGD.
-    let out = dptrain(&["audit", "--dataset", &table, "--mechanism", "input", "--canary", "white-box"]);
+    let out = dptrain(&[
+        "audit",
+        "--dataset",
+        &table,
+        "--classes",
+        "class0,class1",
+        "--mechanism",
+        "input",
+        "--canary",
+        "white-box",
+    ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("white-box"));
 }
@@ -267,8 +305,18 @@ fn many_run_audits_refute_dbdp_if_at_epsilon_7_and_respect_certificates() {
     let dir = tempfile::tempdir().unwrap();
     let table = write_table(dir.path(), 100, 2);
     let audit = |mechanism: &str, epsilons: &str, runs: &str, extra: &[&str]| -> Value {
-        let args =
-            ["audit", "--dataset", &table, "--mechanism", mechanism, "--epsilons", epsilons, "--many-runs", runs];
+        let args = [
+            "audit",
+            "--dataset",
+            &table,
+            "--classes",
+            "class0,class1",
+            "--mechanism",
+            mechanism,
+            "--epsilons",
+            epsilons,
+        ];
+        let args = [&args[..], &["--many-runs", runs]].concat();
         let rest = ["--c1", "1e5", "--seed", "5", "--json"];
         run_json(&args.iter().chain(&rest).chain(extra).copied().collect::<Vec<_>>())
     };

@@ -117,9 +117,13 @@ fn a_frozen_fine_tune_names_its_trained_parameters_and_exports_renamed_with_its_
     let done = export(&file, &["^dense\\.(\\d)\\.=layers.$1.", "^layers\\.1\\.=head."]);
     assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
     assert!(String::from_utf8_lossy(&done.stderr).contains("never publish it with the model"));
-    let (exported_meta, names) = header(&file);
+    let (mut exported_meta, names) = header(&file);
     assert_eq!(names, ["head.bias", "head.weight", "layers.0.bias", "layers.0.weight"]);
-    assert_eq!(exported_meta, meta, "the report travels unchanged");
+    let seal = exported_meta.as_object_mut().unwrap().remove("report_seal").unwrap();
+    assert_ne!(Some(&seal), meta.get("report_seal"), "sealed again under its new names");
+    let mut unsealed = meta.clone();
+    unsealed.as_object_mut().unwrap().remove("report_seal").unwrap();
+    assert_eq!(exported_meta, unsealed, "the report travels unchanged");
     assert_eq!(tensor_bytes(&file, "head.weight"), tensor_bytes(&model, "dense.1.weight"));
     let printed = String::from_utf8_lossy(&done.stdout);
     assert!(
@@ -133,9 +137,76 @@ fn a_frozen_fine_tune_names_its_trained_parameters_and_exports_renamed_with_its_
     one_line_error(&export(&other, &["^conv=x"]), "`^conv` matches no tensor (dense.0.bias");
     one_line_error(&export(&other, &["^dense\\.\\d\\.=x."]), "two tensors would both be named");
     one_line_error(&export(&other, &["no-equals"]), "give PATTERN=REPLACEMENT");
+    one_line_error(&export(&other, &["^dense.0.bias$=__metadata__"]), "keeps `__metadata__` for the metadata");
     one_line_error(&dptrain(&["export", d, "--out", other.to_str().unwrap()]), "holds no completed run");
     let bytes = std::fs::read(&model).unwrap();
     std::fs::write(&model, &bytes[..bytes.len() / 2]).unwrap();
     one_line_error(&export(&other, &[]), "model.safetensors");
     assert!(!other.exists(), "nothing written on a refusal");
+}
+
+/// `path`'s safetensors file with its metadata edited by `edit` (tensors unchanged).
+fn with_metadata(path: &Path, edit: &dyn Fn(&mut serde_json::Map<String, Value>)) {
+    let (bytes, mut header, data) = parsed(path);
+    edit(header.get_mut("__metadata__").unwrap().as_object_mut().unwrap());
+    let text = serde_json::to_vec(&header).unwrap();
+    std::fs::write(path, [&(text.len() as u64).to_le_bytes()[..], &text, &bytes[data..]].concat()).unwrap();
+}
+
+#[test]
+fn a_model_files_report_is_believed_only_where_its_seal_verifies() {
+    let (tmp, data) = temp_with_dataset(300);
+    let d = data.to_str().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let args = [&base_args(d, out.to_str().unwrap())[..], &["--epochs", "1", "--seed", "2"], extra].concat();
+        (train_json(args, &out).0, out)
+    };
+    let (_, private) = run("private", &["--noise-multiplier", "1"]);
+    let (_, open) = run("open", &["--mechanism", "none"]);
+    let export = |dir: &Path, out: &str| {
+        dptrain(&["export", dir.to_str().unwrap(), "--out", tmp.path().join(out).to_str().unwrap()])
+    };
+    let sealed = export(&private, "sealed.safetensors");
+    assert!(
+        String::from_utf8_lossy(&sealed.stdout).contains("certified"),
+        "{}",
+        String::from_utf8_lossy(&sealed.stdout)
+    );
+
+    // Anyone who can write the file can write its metadata: a smaller epsilon is not believed.
+    let model = private.join("model.safetensors");
+    let original = std::fs::read(&model).unwrap();
+    with_metadata(&model, &|m| _ = m.insert("epsilon".into(), Value::from("0.001")));
+    let forged = export(&private, "forged.safetensors");
+    let printed = String::from_utf8_lossy(&forged.stdout);
+    assert!(
+        forged.status.success() && printed.contains("epsilon 0.001") && !printed.contains("certified"),
+        "{printed}"
+    );
+    assert!(printed.contains("none: its report is not sealed"), "{printed}");
+    assert!(header(&tmp.path().join("forged.safetensors")).0.get("report_seal").is_none(), "no seal travels");
+
+    // The weights of a run without noise under the private run's report and seal: not believed.
+    std::fs::write(&model, &original).unwrap();
+    let (private_meta, _) = header(&model);
+    let open_model = open.join("model.safetensors");
+    with_metadata(&open_model, &|m| *m = private_meta.as_object().unwrap().clone());
+    let swapped = export(&open, "swapped.safetensors");
+    assert!(!String::from_utf8_lossy(&swapped.stdout).contains("certified"));
+
+    // A run started from a file records its digest, and its report where the seal verifies.
+    let digest = |p: &Path| {
+        let out = std::process::Command::new("sha256sum").arg(p).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_string()
+    };
+    let (from_sealed, _) = run("from-sealed", &["--noise-multiplier", "1", "--init-from", model.to_str().unwrap()]);
+    let initial = &from_sealed["initial_weights"];
+    assert_eq!(initial["sha256"].as_str().unwrap(), digest(&model));
+    assert_eq!(initial["report"]["epsilon"], private_meta["epsilon"], "{initial}");
+    assert!(from_sealed["notes"].to_string().contains("spends it again"), "{}", from_sealed["notes"]);
+    let (from_swapped, _) =
+        run("from-swapped", &["--noise-multiplier", "1", "--init-from", open_model.to_str().unwrap()]);
+    assert!(from_swapped["initial_weights"]["report"].is_null(), "{}", from_swapped["initial_weights"]);
+    assert_eq!(from_swapped["initial_weights"]["sha256"].as_str().unwrap(), digest(&open_model));
 }

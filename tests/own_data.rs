@@ -145,7 +145,7 @@ fn a_csv_table_trains_logreg_and_mlp_end_to_end_and_bad_tables_are_one_line_erro
     for model in ["logreg", "mlp"] {
         let out = tmp.path().join(model);
         let mut args = train_args("csv", d, out.to_str().unwrap());
-        args.extend(["--model", model, "--label", "label", "--learning-rate", "2"]);
+        args.extend(["--model", model, "--label", "label", "--classes", "no,yes", "--learning-rate", "2"]);
         let (report, _) = train_json(args, &out);
         assert!(report["test_accuracy"].as_f64().unwrap() >= 0.85, "{model}: {report}");
         assert_eq!(report["guarantee"], "certified");
@@ -158,7 +158,7 @@ fn a_csv_table_trains_logreg_and_mlp_end_to_end_and_bad_tables_are_one_line_erro
         std::fs::write(dir.join("test.csv"), test).unwrap();
         let out = tmp.path().join(format!("{name}-run"));
         let mut args = train_args("csv", dir.to_str().unwrap(), out.to_str().unwrap());
-        args.extend(["--model", "logreg", "--label", label]);
+        args.extend(["--model", "logreg", "--label", label, "--classes", "no,yes"]);
         one_line_error(&dptrain(&args), needle);
     };
     let good = table(40, 0);
@@ -177,6 +177,19 @@ fn a_csv_table_trains_logreg_and_mlp_end_to_end_and_bad_tables_are_one_line_erro
     bad("missing-value", &edit(Some(5), 0, &|_| "NA".into()), &good, "label", "missing values by column: a (1)");
     let colours = edit(None, 1, &|i| if i % 2 == 0 { "red".into() } else { "blue".into() });
     bad("text-column", &colours.replacen("a,b,", "a,colour,", 1), &good, "label", "column 'colour' is not numeric");
-    bad("unknown-class", &good, &good.replacen(",no\n", ",maybe\n", 1), "label", "label 'maybe' is not a class");
+    bad(
+        "unknown-class",
+        &good,
+        &good.replacen(",no\n", ",maybe\n", 1),
+        "label",
+        "label 'maybe' is not a declared class (no, yes)",
+    );
+    // One row away from a table that trains: a class of its own is refused, not a third output.
+    bad("zebra", &(good.clone() + "0.5,0.5,zebra\n"), &good, "label", "line 42: label 'zebra' is not a declared class");
+    // The classes are declared, never read from the rows.
+    let out = tmp.path().join("undeclared");
+    let mut args = train_args("csv", d, out.to_str().unwrap());
+    args.extend(["--model", "logreg", "--label", "label"]);
+    one_line_error(&dptrain(&args), "needs its classes declared");
     bad("no-label-column", &good, &good, "income", "label column 'income' does not exist (columns: a, b, label)");
 }

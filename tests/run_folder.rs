@@ -107,8 +107,8 @@ fn links_and_special_files_in_the_run_folder_are_never_followed() {
     // Links planted at every temporary name: the run goes on, the targets are untouched.
     let target = tmp.path().join("precious");
     std::fs::write(&target, b"precious").unwrap();
-    for tmp_name in ["checkpoint.tmp", "metrics.tmp", "report.tmp", "config.tmp", "run.tmp"] {
-        symlink(&target, out.join(tmp_name)).unwrap();
+    for name in ["checkpoint.bin", "report.json", "config.toml", "run.key", "curves.svg", "checkpoint.tmp"] {
+        symlink(&target, dp_data::safe_files::temporary_name(&out.join(name))).unwrap();
     }
     let resumed = run(&["--resume", "--stop-after", "2"]);
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
@@ -237,4 +237,26 @@ fn a_run_on_a_pipe_says_it_is_alive() {
     for line in ["device: cpu", "planned steps spend", "1/12 steps [", "step 12: test accuracy"] {
         assert!(stderr.contains(line), "{line} missing: {stderr}");
     }
+}
+
+#[test]
+fn a_run_killed_while_writing_its_first_checkpoint_starts_again_afresh() {
+    let (tmp, data) = temp_with_dataset(300);
+    let d = data.to_str().unwrap();
+    let (whole, killed) = (tmp.path().join("whole"), tmp.path().join("killed"));
+    let run = |out: &Path, extra: &[&str]| {
+        dptrain(&[base_args(d, out.to_str().unwrap()), vec!["--epochs", "1", "-z", "1.1"], extra.to_vec()].concat())
+    };
+    assert!(run(&whole, &["--stop-after", "1"]).status.success());
+    // What kill -9 during the first checkpoint's write leaves: the settings, the keys and the
+    // checkpoint's temporary file.
+    std::fs::create_dir(&killed).unwrap();
+    for file in ["config.toml", "run.key"] {
+        std::fs::copy(whole.join(file), killed.join(file)).unwrap();
+    }
+    std::fs::write(dp_data::safe_files::temporary_name(&killed.join("checkpoint.bin")), b"DPTCK").unwrap();
+    one_line_error(&run(&killed, &["--resume"]), "took no step and spent nothing");
+    let fresh = run(&killed, &[]);
+    assert!(fresh.status.success(), "{}", String::from_utf8_lossy(&fresh.stderr));
+    assert!(killed.join("report.json").exists());
 }

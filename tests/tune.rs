@@ -97,6 +97,98 @@ fn hostile_searches_are_one_line_errors() {
     one_line_error(&tune(&huge, &out, &["--target-epsilon", "3"]), "configurations");
 }
 
+#[test]
+fn a_space_whose_candidates_would_not_be_what_the_search_accounts_is_refused_before_training() {
+    let (tmp, data) = temp_with_dataset(400);
+    for (lists, why) in [
+        (
+            "learning_rate = [0.5]\nmechanism = [\"gaussian\", \"none\"]",
+            "(none on Poisson-sampled lots) releases a non-private step",
+        ),
+        ("learning_rate = [0.5]\nsampling = [\"shuffled\"]", "(gaussian on shuffled lots) releases a shuffled step"),
+        ("learning_rate = [0.5]\nmechanism = [\"optimized-paper\"]", "optimized-paper"),
+    ] {
+        let out = tmp.path().join("o");
+        one_line_error(
+            &tune(&space(tmp.path(), &data, lists), &out, &["--target-epsilon", "2", "--candidates", "3"]),
+            why,
+        );
+        assert!(!out.join("search-state/search.json").exists(), "{lists}: no plan drawn, nothing trained");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+#[test]
+fn nothing_a_search_prints_or_leaves_tells_its_number_of_candidates() {
+    let (tmp, data) = temp_with_dataset(300);
+    // ScatterNet features (no cache: computed by every search) are computed once, before any
+    // candidate, whatever K is.
+    let text = format!(
+        "[base]\nmodel = \"scatnet-linear\"\ndata_dir = \"{}\"\nvalidation = 100\nepochs = 1.0\nlot_size = 50\n[space]\nlearning_rate = [0.5, 1.0, 2.0]\n",
+        data.display()
+    );
+    let space = tmp.path().join("space.toml");
+    std::fs::write(&space, text).unwrap();
+    let search = |seed: u64, keep: bool| {
+        let out = tmp.path().join(format!("s{seed}-{keep}"));
+        let cache = tmp.path().join(format!("cache{seed}-{keep}"));
+        let mut args = vec!["tune", "--space", space.to_str().unwrap(), "--device", "cpu", "--score-noise", "5"];
+        let (seed_text, out_text) = (seed.to_string(), out.to_str().unwrap().to_string());
+        args.extend(["--target-epsilon", "4", "--candidates", "3", "--seed", &seed_text, "--out-dir", &out_text]);
+        if keep {
+            args.push("--keep-state");
+        }
+        let run = Command::new(binary()).args(&args).env("DPTRAIN_CACHE_DIR", &cache).output().unwrap();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        (run, out)
+    };
+    // K of a seed, as only the kept state shows it.
+    let k = |seed: u64| {
+        let (_, out) = search(seed, true);
+        std::fs::read_dir(out.join("search-state")).unwrap().flatten().filter(|e| e.path().is_dir()).count()
+    };
+    let first = k(1);
+    let (other, k_other) = (2..12).map(|s| (s, k(s))).find(|(_, k)| *k != first).expect("a seed with another K");
+    let names = |out: &Path| -> Vec<String> {
+        let mut all = Vec::new();
+        for dir in [out.to_path_buf(), out.join("chosen")] {
+            all.extend(std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()));
+        }
+        all.sort();
+        all
+    };
+    let ((a, out_a), (b, out_b)) = (search(1, false), search(other, false));
+    assert_eq!(a.stderr, b.stderr, "K = {first} and {k_other}: the same bytes on stderr");
+    let printed = String::from_utf8_lossy(&a.stderr);
+    let told = printed.matches("ScatterNet").count();
+    assert!((1..=3).contains(&told), "the features once (training, held-out and test sets): {printed}");
+    let release = |run: &std::process::Output| {
+        let mut r: Value = serde_json::from_slice(&run.stdout).unwrap();
+        for key in ["chosen", "validation_score", "test_accuracy", "run_dir"] {
+            r.as_object_mut().unwrap().remove(key);
+        }
+        r
+    };
+    assert_eq!(release(&a), release(&b), "the same report apart from the chosen model and its score");
+    assert_eq!(names(&out_a), names(&out_b), "the same files left");
+}
+
+#[test]
+fn a_search_whose_state_was_deleted_is_not_started_again_over_its_candidates() {
+    let (tmp, data) = temp_with_dataset(400);
+    let s = space(tmp.path(), &data, "learning_rate = [0.5, 1.0]\nepochs = [15.0]");
+    let out = tmp.path().join("o");
+    let o = out.to_str().unwrap();
+    let args =
+        ["tune", "--space", &s, "--device", "cpu", "--out-dir", o, "--score-noise", "5", "--target-epsilon", "4"];
+    let stop = stopped(&[&args[..], &["--candidates", "4", "--seed", "2"]].concat(), &out, "-KILL");
+    assert!(!stop.status.success());
+    std::fs::remove_file(out.join("search-state/search.json")).unwrap();
+    let resume = tune(&s, &out, &["--target-epsilon", "4", "--resume", "--candidates", "4", "--seed", "2"]);
+    one_line_error(&resume, "not its state");
+    assert!(!out.join("search-state/search.json").exists(), "no new plan drawn");
+}
+
 /// What two runs of one seeded search must release alike.
 fn released(out: &Path) -> Value {
     let r: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();

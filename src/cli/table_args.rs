@@ -18,6 +18,11 @@ pub struct TableArgs {
     #[arg(long)]
     pub label: Option<String>,
 
+    /// The classes, in label order, as the labels are written (required: they are public input,
+    /// never read from the private rows; a row labelled otherwise is refused).
+    #[arg(long, value_name = "NAME,NAME,...", value_delimiter = ',', required = true)]
+    pub classes: Vec<String>,
+
     /// Whether the first line is a header: auto, yes or no.
     #[arg(long, default_value = "auto", value_parser = ["auto", "yes", "no"])]
     pub header: String,
@@ -49,6 +54,7 @@ impl TableArgs {
                 Some(l) => l.parse::<usize>().map_or_else(|_| LabelColumn::Name(l.clone()), LabelColumn::Index),
             },
             missing: if self.missing == "drop" { MissingValues::Drop } else { MissingValues::Impute },
+            classes: Some(self.classes.clone()),
         };
         let table = load_csv(&self.dataset, &options)?;
         let (train, test) = table.split(self.test_fraction, self.split_seed)?;

@@ -82,7 +82,8 @@ pub struct TrainArgs {
     /// Dataset: fashion-mnist, mnist or cifar10; or your own, in --data-dir: image-folder
     /// (DIR/train/CLASS/*.png or .jpg, one folder per class, and DIR/test/CLASS/... or
     /// --validation N; resized to --image-shape) or csv (DIR/train.csv, and DIR/test.csv or
-    /// --validation N; numeric features as they are, the label column --label; a missing
+    /// --validation N; numeric features as they are, the label column --label, the classes
+    /// declared with --classes; a missing
     /// value or a text column is refused: nothing is computed from the private rows)
     /// [default: fashion-mnist].
     #[arg(long, value_parser = parse::<DatasetName>)]
@@ -99,6 +100,11 @@ pub struct TrainArgs {
     /// csv: the label column, a header name or a 0-based index [default: the last column].
     #[arg(long, value_name = "COLUMN")]
     label: Option<String>,
+
+    /// csv: the classes, in label order, as the labels are written (required: they are public
+    /// input, never read from the private rows; a row labelled otherwise is refused).
+    #[arg(long, value_name = "NAME,NAME,...", value_delimiter = ',')]
+    classes: Option<Vec<String>>,
 
     /// Model: mnist-cnn, xiang-mnist, cifar10-cnn, logreg, mlp, wrn-16-4 (residual, GroupNorm,
     /// weight-standardised convolutions; use --activation relu), or scatnet-linear / scatnet-cnn
@@ -388,6 +394,7 @@ impl TrainArgs {
             data_dir,
             image_shape,
             label,
+            classes,
             optimizer,
             clipping,
             hidden,
@@ -512,7 +519,10 @@ impl Shown<'_> {
 pub fn run(args: TrainArgs) -> Result<()> {
     let config = if args.resume { args.resume_config()? } else { args.resolve()? };
     if args.resume && !checkpoint_path(&config.out_dir).exists() {
-        bail!("--resume: no checkpoint in {} (give the run's --out-dir)", config.out_dir.display());
+        bail!(
+            "--resume: no checkpoint in {}: the run there stopped before its first checkpoint, so it took no step and spent nothing; start it again without --resume (or give the run's --out-dir)",
+            config.out_dir.display()
+        );
     }
     let device = config.device.open()?;
     let progress = Progress::new(Some(0), "steps");

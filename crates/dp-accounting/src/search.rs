@@ -30,6 +30,47 @@ pub struct TrainingShape {
     pub steps: u64,
 }
 
+impl TrainingShape {
+    /// Whether `ledger`, what a candidate's run recorded, is within the training this shape
+    /// accounts for at noise multiplier `z`: every release a Poisson-sampled Gaussian at a rate
+    /// of at most this one and a multiplier of at least `z`, in at most this many steps (each of
+    /// which only lowers the privacy loss). Otherwise, what differs, in one line.
+    pub fn admits(&self, z: f64, ledger: &PrivacyLedger) -> std::result::Result<(), String> {
+        let mut steps = 0u64;
+        for (times, part) in ledger.event().parts() {
+            let within = match part {
+                DpEvent::PoissonSampled { sample_rate, of } => match of.as_ref() {
+                    DpEvent::Gaussian { noise_multiplier } => {
+                        if *sample_rate > self.sample_rate {
+                            return Err(format!(
+                                "sampling rate {sample_rate} above the accounted {}",
+                                self.sample_rate
+                            ));
+                        }
+                        if *noise_multiplier < z {
+                            return Err(format!("noise multiplier {noise_multiplier} below the accounted {z}"));
+                        }
+                        true
+                    }
+                    _ => false,
+                },
+                _ => false,
+            };
+            if !within {
+                return Err(format!(
+                    "a {} release where the search accounted Poisson-sampled Gaussian steps",
+                    part.kind()
+                ));
+            }
+            steps = steps.saturating_add(times);
+        }
+        if steps > self.steps {
+            return Err(format!("{steps} steps where the search accounted {}", self.steps));
+        }
+        Ok(())
+    }
+}
+
 /// The event of one candidate of `shapes` at their noise multipliers `z`, with the score's
 /// Gaussian release at `score_noise` (over sensitivity 1) when the score is private.
 pub fn candidate_event(shapes: &[TrainingShape], z: &[f64], score_noise: Option<f64>) -> Result<DpEvent> {
@@ -40,11 +81,14 @@ pub fn candidate_event(shapes: &[TrainingShape], z: &[f64], score_noise: Option<
             z.len()
         )));
     }
-    let trainings = shapes
-        .iter()
-        .zip(z)
-        .map(|(s, &z)| DpEvent::sampled_gaussian(z, s.sample_rate, LotSampling::Poisson)?.repeated(s.steps))
-        .collect::<Result<Vec<_>>>()?;
+    // The worst of equal trainings is one of them: each distinct training is kept once.
+    let mut trainings: Vec<DpEvent> = Vec::new();
+    for (s, &z) in shapes.iter().zip(z) {
+        let training = DpEvent::sampled_gaussian(z, s.sample_rate, LotSampling::Poisson)?.repeated(s.steps)?;
+        if !trainings.contains(&training) {
+            trainings.push(training);
+        }
+    }
     let training = match <[DpEvent; 1]>::try_from(trainings) {
         Ok([one]) => one,
         Err(events) => DpEvent::AnyOf { events },
@@ -95,11 +139,25 @@ pub fn calibrate_search(
         )));
     }
     let rdp = RdpAccountant::default();
+    // Configurations that share a shape share its calibration (a space of thousands of
+    // configurations often has a handful of shapes): each distinct shape is calibrated once.
+    let mut distinct: Vec<TrainingShape> = Vec::new();
+    let index: Vec<usize> = shapes
+        .iter()
+        .map(|s| match distinct.iter().position(|d| d == s) {
+            Some(i) => i,
+            None => {
+                distinct.push(*s);
+                distinct.len() - 1
+            }
+        })
+        .collect();
     let at = |eps: f64| -> Result<Vec<f64>> {
-        shapes
+        let z = distinct
             .iter()
             .map(|s| Ok(calibrate_noise_multiplier(&rdp, eps, delta, s.sample_rate, s.steps)?.noise_multiplier))
-            .collect()
+            .collect::<Result<Vec<f64>>>()?;
+        Ok(index.iter().map(|&i| z[i]).collect())
     };
     // The per-candidate epsilon: at most the total, bisected in log space (the total grows with it).
     let (mut low, mut high) = (target * 1e-4, target);
@@ -158,6 +216,38 @@ mod tests {
             search_privacy(candidate_event(&shapes, &c.noise_multipliers, Some(20.0)).unwrap(), repetitions, 1e-5)
                 .unwrap();
         assert_eq!(again.epsilon, c.report.epsilon);
+    }
+
+    #[test]
+    fn configurations_sharing_a_shape_calibrate_as_one() {
+        let shapes = [TrainingShape { sample_rate: 0.01, steps: 300 }, TrainingShape { sample_rate: 0.02, steps: 150 }];
+        let repetitions = Repetitions::TruncatedNegativeBinomial { shape: 1.0, mean: 4.0 };
+        let two = calibrate_search(&shapes, Some(20.0), repetitions, 2.0, 1e-5).unwrap();
+        let many: Vec<TrainingShape> = (0..5000).map(|i| shapes[i % 2]).collect();
+        let all = calibrate_search(&many, Some(20.0), repetitions, 2.0, 1e-5).unwrap();
+        assert_eq!(all.report.epsilon, two.report.epsilon);
+        assert!(all.noise_multipliers.iter().enumerate().all(|(i, z)| *z == two.noise_multipliers[i % 2]));
+    }
+
+    #[test]
+    fn a_ledger_is_admitted_only_within_the_training_it_was_accounted_as() {
+        let shape = TrainingShape { sample_rate: 0.05, steps: 60 };
+        let ledger = |z: f64, q: f64, steps: u64| PrivacyLedger::homogeneous(z, q, steps).unwrap();
+        assert_eq!(shape.admits(1.8, &ledger(1.8, 0.05, 60)), Ok(()));
+        assert_eq!(shape.admits(1.8, &ledger(2.0, 0.04, 10)), Ok(()), "less noise spent is within");
+        let refused = |l: &PrivacyLedger, why: &str| {
+            let err = shape.admits(1.8, l).unwrap_err();
+            assert!(err.contains(why), "{err}");
+        };
+        refused(&ledger(1.8, 0.125, 24), "sampling rate 0.125");
+        refused(&ledger(1.8, 0.05, 90), "90 steps");
+        refused(&ledger(1.7, 0.05, 60), "noise multiplier 1.7");
+        let mut shuffled = PrivacyLedger::new();
+        shuffled.record_event(DpEvent::sampled_gaussian(1.8, 0.05, LotSampling::Shuffled).unwrap(), 60).unwrap();
+        refused(&shuffled, "a shuffled release");
+        let mut none = PrivacyLedger::new();
+        none.record_event(DpEvent::NonPrivate { what: "gradient".into() }, 60).unwrap();
+        refused(&none, "a non-private release");
     }
 
     #[test]

@@ -36,11 +36,14 @@ pub struct OwnData {
     pub image_shape: [usize; 3],
     /// The CSV label column: a header name or a 0-based index (None: the last column).
     pub label: Option<String>,
+    /// The CSV table's classes in label order, declared (public input: never read from the
+    /// rows); a table is refused without them.
+    pub classes: Option<Vec<String>>,
 }
 
 impl Default for OwnData {
     fn default() -> Self {
-        Self { image_shape: [3, 32, 32], label: None }
+        Self { image_shape: [3, 32, 32], label: None, classes: None }
     }
 }
 
@@ -100,7 +103,7 @@ impl DatasetName {
                 (false, Split::Train) => Err(DataError::corrupt(dir, format!("holds no {name} (the training data)"))),
             }
         };
-        let label = own.label.as_deref();
+        let (label, classes) = (own.label.as_deref(), own.classes.as_deref());
         let published = || {
             self.normalization().ok_or_else(|| DataError::InvalidParameter {
                 name: "dataset",
@@ -117,10 +120,10 @@ impl DatasetName {
                 let classes = class_names(&part("train")?)?;
                 Ok(load_image_folder(&part("test")?, own.image_shape, Some(&classes))?.0)
             }
-            (DatasetName::Csv, Split::Train) => Ok(load_table(&part("train.csv")?, label, None)?.0),
+            (DatasetName::Csv, Split::Train) => Ok(load_table(&part("train.csv")?, label, classes, None)?.0),
             (DatasetName::Csv, Split::Test) => {
-                let schema = load_table(&part("train.csv")?, label, None)?.1;
-                Ok(load_table(&part("test.csv")?, label, Some(&schema))?.0)
+                let columns = load_table(&part("train.csv")?, label, classes, None)?.1;
+                Ok(load_table(&part("test.csv")?, label, classes, Some(&columns))?.0)
             }
         }
     }

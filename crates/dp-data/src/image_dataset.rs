@@ -103,6 +103,31 @@ impl ImageDataset {
         &self.labels
     }
 
+    /// SHA-256 (hex) of everything a model trained on the set reads: shape, classes, labels,
+    /// values and normalisation. Equal digests, equal training data.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for n in self.shape.iter().chain([&self.classes, &self.labels.len()]) {
+            h.update((*n as u64).to_le_bytes());
+        }
+        h.update(&self.labels);
+        match &self.values {
+            Values::Pixels { bytes, normalization } => {
+                h.update(b"pixels");
+                for x in normalization.mean.iter().chain(&normalization.std) {
+                    h.update(x.to_le_bytes());
+                }
+                h.update(bytes);
+            }
+            Values::Features(values) => {
+                h.update(b"features");
+                values.iter().for_each(|x| h.update(x.to_le_bytes()));
+            }
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// The first `at` examples and the others, as two datasets (`at` at most the length).
     pub fn split_off(self, at: usize) -> (Self, Self) {
         let at = at.min(self.len());
@@ -163,6 +188,23 @@ mod tests {
         assert_eq!(y, vec![0]);
         let want: Vec<f32> = [51u8, 102, 153, 204].iter().map(|&p| (f32::from(p) / 255.0 - 0.5) / 0.5).collect();
         assert_eq!(x, want);
+    }
+
+    #[test]
+    fn the_digest_changes_with_any_example_label_or_normalisation() {
+        let d = |pixels: Vec<u8>, labels: Vec<u8>, n: Normalization| {
+            ImageDataset::new(pixels, labels, [2, 1, 2], 2, n).unwrap()
+        };
+        let base = d(vec![0, 255, 255, 0, 51, 102, 153, 204], vec![1, 0], norm(2)).digest();
+        assert_eq!(base, d(vec![0, 255, 255, 0, 51, 102, 153, 204], vec![1, 0], norm(2)).digest());
+        assert_ne!(base, d(vec![0, 255, 255, 0, 51, 102, 153, 205], vec![1, 0], norm(2)).digest());
+        assert_ne!(base, d(vec![0, 255, 255, 0, 51, 102, 153, 204], vec![1, 1], norm(2)).digest());
+        let other = Normalization { mean: vec![0.5, 0.4], std: vec![0.5; 2] };
+        assert_ne!(base, d(vec![0, 255, 255, 0, 51, 102, 153, 204], vec![1, 0], other).digest());
+        let features = ImageDataset::from_features(vec![0.5, -3.0, 7.25, 1e-3], vec![1, 0], [1, 1, 2], 2).unwrap();
+        let shorter = ImageDataset::from_features(vec![0.5, -3.0], vec![1], [1, 1, 2], 2).unwrap();
+        assert_ne!(features.digest(), shorter.digest());
+        assert_eq!(base.len(), 64);
     }
 
     #[test]

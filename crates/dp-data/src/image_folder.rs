@@ -85,11 +85,27 @@ fn listing(dir: &Path) -> Result<Vec<(String, Vec<PathBuf>)>> {
     Ok(classes)
 }
 
+/// False for a JPEG (it starts with the start-of-image marker FF D8) whose last scan (FF DA) is
+/// not followed by the end-of-image marker FF D9: a file cut short, which the decoder would fill
+/// in silently (scan data holds no FF D9: a data byte FF is stuffed as FF 00). True for any other
+/// file.
+fn jpeg_is_whole(bytes: &[u8]) -> bool {
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return true;
+    }
+    let marker = |m: u8| move |w: &[u8]| w == [0xFF, m];
+    let Some(scan) = bytes.windows(2).rposition(marker(0xDA)) else { return false };
+    bytes[scan..].windows(2).any(marker(0xD9))
+}
+
 /// The image file `path` decoded and resized to `shape` (1 channel: grey, 3: RGB), in CHW order.
 fn decode(path: &Path, [c, h, w]: [usize; 3]) -> Result<Vec<u8>> {
     let (file, len) = open_regular(path)?;
     let bytes = read_bounded(file, len, path, MAX_IMAGE_FILE)?;
     let bad = |e: &dyn std::fmt::Display| file_error(path, format!("is not a readable PNG or JPEG image ({e})"));
+    if !jpeg_is_whole(&bytes) {
+        return Err(bad(&"a JPEG cut short: no end-of-image marker after its last scan"));
+    }
     let mut reader = ImageReader::new(Cursor::new(bytes)).with_guessed_format().map_err(|e| bad(&e))?;
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_IMAGE_SIDE);
@@ -191,5 +207,21 @@ mod tests {
         assert!(err.contains("must be the same"), "{err}");
         let err = load_image_folder(dir.path(), [2, 4, 4], None).unwrap_err().to_string();
         assert!(err.contains("1 or 3 channels"), "{err}");
+    }
+
+    #[test]
+    fn a_jpeg_cut_short_is_refused_and_a_whole_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let pixels: Vec<u8> = (0..48 * 48 * 3).map(|i| ((i * 7919) % 251) as u8).collect();
+        let path = dir.path().join("a/x.jpg");
+        std::fs::create_dir_all(dir.path().join("a")).unwrap();
+        write(&path, &pixels, (48, 48), true);
+        std::fs::create_dir_all(dir.path().join("b")).unwrap();
+        write(&dir.path().join("b/y.jpg"), &pixels, (48, 48), true);
+        assert!(load_image_folder(dir.path(), [3, 8, 8], None).is_ok());
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &whole[..whole.len() * 6 / 10]).unwrap();
+        let err = load_image_folder(dir.path(), [3, 8, 8], None).unwrap_err().to_string();
+        assert!(err.contains("x.jpg") && err.contains("cut short"), "{err}");
     }
 }

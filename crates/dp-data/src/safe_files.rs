@@ -166,12 +166,20 @@ pub fn rename_over(tmp: &Path, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The temporary file `path` is written as before it is renamed into place: a hidden name in
+/// dptrain's own namespace beside it (`.NAME.dptrain-tmp`), never a name a user's file may have
+/// (`X.tmp` beside `X.safetensors` is the user's).
+pub fn temporary_name(path: &Path) -> std::path::PathBuf {
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.dptrain-tmp"))
+}
+
 /// Writes `bytes` to `path` atomically with permissions `mode`: a crash leaves either the old
 /// file or the new one, a link at the temporary name is never followed, and anything at `path`
 /// but a regular file is refused, not replaced.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     replaceable(path)?;
-    let tmp = path.with_extension("tmp");
+    let tmp = temporary_name(path);
     remove_if_present(&tmp)?;
     let mut file = open(&tmp, OpenOptions::new().write(true).create_new(true).mode(mode))?;
     file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| file_error(&tmp, e))?;
@@ -197,10 +205,14 @@ mod tests {
         fs::write(&target, b"keep").unwrap();
         // A link at the temporary name is replaced, not followed.
         let file = dir.path().join("checkpoint.bin");
-        symlink(&target, dir.path().join("checkpoint.tmp")).unwrap();
+        assert_eq!(temporary_name(&file), dir.path().join(".checkpoint.bin.dptrain-tmp"));
+        symlink(&target, temporary_name(&file)).unwrap();
+        // A user's own file of a name like the output's is none of dptrain's business.
+        fs::write(dir.path().join("checkpoint.tmp"), b"mine").unwrap();
         write_atomic(&file, b"new", PUBLIC).unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"keep");
         assert_eq!(read_regular(&file, 16).unwrap(), b"new");
+        assert_eq!(fs::read(dir.path().join("checkpoint.tmp")).unwrap(), b"mine");
         // Reading or appending through a link, a device or a FIFO is refused.
         let metrics = dir.path().join("metrics.jsonl");
         symlink("/dev/zero", &metrics).unwrap();
@@ -223,7 +235,7 @@ mod tests {
         symlink(&target, &link).unwrap();
         assert!(write_atomic(&link, b"x", PUBLIC).unwrap_err().to_string().contains("symbolic link"));
         assert_eq!(fs::read(&target).unwrap(), b"keep");
-        assert!(!dir.path().join("link.tmp").exists(), "the temporary file is not left behind");
+        assert!(!temporary_name(&link).exists(), "the temporary file is not left behind");
     }
 
     #[test]

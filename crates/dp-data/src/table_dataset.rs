@@ -4,7 +4,8 @@
 //! to scale with would be statistics of the private rows, released by no accountant. A missing
 //! value (or label) is refused, never imputed or its row skipped silently; a categorical column is
 //! refused (encode it with a public category list first); numeric features are taken as they are. The
-//! class names are the schema's, taken as public. Rows are put in a fixed order that depends on
+//! classes are declared by the user (public input, in label order), never read from the rows: a
+//! row labelled otherwise is refused. Rows are put in a fixed order that depends on
 //! their count only (a permutation drawn with seed 0), so that rows held out from the end
 //! (`--validation`) mix the classes.
 
@@ -24,20 +25,21 @@ pub fn label_column(label: Option<&str>) -> LabelColumn {
     }
 }
 
-/// What a test table must share with the training table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schema {
-    /// The class names, in label order.
-    pub classes: Vec<String>,
-    /// The feature columns, in order.
-    pub columns: Vec<String>,
-}
-
-/// The rows of the CSV file `path` as 1 x 1 x d examples, with the table's schema; `schema`,
-/// when given (a test table's), is the training table's: the same columns, and every label one
-/// of its classes.
-pub fn load_table(path: &Path, label: Option<&str>, schema: Option<&Schema>) -> Result<(ImageDataset, Schema)> {
-    let options = CsvOptions { header: HeaderMode::Auto, label: label_column(label), missing: MissingValues::Drop };
+/// The rows of the CSV file `path` as 1 x 1 x d examples of the declared `classes`, with the
+/// table's feature columns; `columns`, when given (a test table's), are the training table's,
+/// which it must have.
+pub fn load_table(
+    path: &Path,
+    label: Option<&str>,
+    classes: Option<&[String]>,
+    columns: Option<&[String]>,
+) -> Result<(ImageDataset, Vec<String>)> {
+    let options = CsvOptions {
+        header: HeaderMode::Auto,
+        label: label_column(label),
+        missing: MissingValues::Drop,
+        classes: classes.map(<[String]>::to_vec),
+    };
     let table = load_csv(path, &options)?;
     let corrupt = |reason: String| DataError::corrupt(path, reason);
     if table.missing.dropped_rows > 0 {
@@ -53,34 +55,21 @@ pub fn load_table(path: &Path, label: Option<&str>, schema: Option<&Schema>) -> 
             "column '{column}' is not numeric: its categories would be read from the private rows; encode it with a public list of categories (one 0/1 column each) before training"
         )));
     }
-    if let Some(s) = schema.filter(|s| s.columns != table.feature_names) {
+    if let Some(columns) = columns.filter(|c| *c != table.feature_names.as_slice()) {
         return Err(corrupt(format!(
-            "has the feature columns {:?} where the training table has {:?}: they must be the same",
-            table.feature_names, s.columns
+            "has the feature columns {:?} where the training table has {columns:?}: they must be the same",
+            table.feature_names
         )));
     }
-    let names = schema.map_or_else(|| table.classes.clone(), |s| s.classes.clone());
-    if names.len() > 256 {
-        return Err(corrupt(format!("the label column has {} classes: at most 256 are read", names.len())));
+    if table.classes.len() > 256 {
+        return Err(corrupt(format!("{} classes declared: at most 256 are read", table.classes.len())));
     }
-    let labels = table
-        .labels
-        .iter()
-        .map(|&k| {
-            let name = &table.classes[k];
-            match names.iter().position(|n| n == name) {
-                Some(at) => Ok(at as u8),
-                None => {
-                    Err(corrupt(format!("label '{name}' is not a class of the training set ({})", names.join(", "))))
-                }
-            }
-        })
-        .collect::<Result<Vec<u8>>>()?;
+    let labels: Vec<u8> = table.labels.iter().map(|&k| k as u8).collect();
     crate::memory::check(&format!("the table {}", path.display()), Some((table.features.len() as u128) * 4))?;
     let mut order: Vec<usize> = (0..table.len()).collect();
     order.shuffle(&mut ChaCha20Rng::seed_from_u64(0));
     let features = order.iter().flat_map(|&i| table.row(i).iter().map(|&v| v as f32)).collect();
     let labels = order.iter().map(|&i| labels[i]).collect();
-    let dataset = ImageDataset::from_features(features, labels, [1, 1, table.dim], names.len())?;
-    Ok((dataset, Schema { classes: names, columns: table.feature_names }))
+    let dataset = ImageDataset::from_features(features, labels, [1, 1, table.dim], table.classes.len())?;
+    Ok((dataset, table.feature_names))
 }

@@ -52,11 +52,15 @@ pub struct CsvOptions {
     pub label: LabelColumn,
     /// Missing feature values.
     pub missing: MissingValues,
+    /// The classes, in label order: declared by the user (public input), never read from the
+    /// rows (a class seen in one row would tell of that row). A row whose label is not one of
+    /// them is refused. None: refused, asking for them.
+    pub classes: Option<Vec<String>>,
 }
 
 impl Default for CsvOptions {
     fn default() -> Self {
-        Self { header: HeaderMode::Auto, label: LabelColumn::Last, missing: MissingValues::Impute }
+        Self { header: HeaderMode::Auto, label: LabelColumn::Last, missing: MissingValues::Impute, classes: None }
     }
 }
 
@@ -179,14 +183,25 @@ fn describe_column(values: &[&str]) -> std::result::Result<Column, usize> {
     Ok(Column::Categorical { categories: counts.keys().map(|v| v.to_string()).collect(), fill })
 }
 
-fn class_names(labels: &[&str]) -> Vec<String> {
-    let mut names: Vec<&str> = labels.to_vec();
-    names.sort_unstable();
-    names.dedup();
-    if names.iter().all(|v| number(v).is_some()) {
-        names.sort_by(|a, b| number(a).unwrap_or(0.0).total_cmp(&number(b).unwrap_or(0.0)));
+/// The declared classes, checked: at least two, none twice, none empty.
+fn declared_classes(path: &Path, classes: Option<&[String]>) -> Result<Vec<String>> {
+    let Some(classes) = classes else {
+        return Err(DataError::corrupt(
+            path,
+            "declare the table's classes in label order (--classes NAME,NAME,...): they are public input, never read from the private rows",
+        ));
+    };
+    if classes.len() < 2 {
+        return Err(DataError::corrupt(
+            path,
+            format!("{} declared class: a classifier needs at least two", classes.len()),
+        ));
     }
-    names.into_iter().map(str::to_string).collect()
+    if let Some(c) = classes.iter().enumerate().find(|(j, c)| c.is_empty() || classes[..*j].contains(c)).map(|(_, c)| c)
+    {
+        return Err(DataError::corrupt(path, format!("the declared class '{c}' is empty or given twice")));
+    }
+    Ok(classes.to_vec())
 }
 
 /// The index of the label column among `names` (a header's, or generated).
@@ -313,15 +328,23 @@ pub fn load_csv(path: &Path, options: &CsvOptions) -> Result<TabularData> {
             encode(c, rows[i][j].as_str(), &mut features);
         }
     }
-    let label_fields: Vec<&str> = kept.iter().map(|&i| rows[i][label].as_str()).collect();
-    let classes = class_names(&label_fields);
-    if classes.len() < 2 {
-        return Err(DataError::corrupt(
-            path,
-            format!("the label column '{}' has a single class '{}' (line {first_line} on)", names[label], classes[0]),
-        ));
-    }
-    let labels = label_fields.iter().map(|v| classes.iter().position(|c| c == v).unwrap_or(0)).collect();
+    let classes = declared_classes(path, options.classes.as_deref())?;
+    let labels = kept
+        .iter()
+        .map(|&i| {
+            let value = rows[i][label].as_str();
+            classes.iter().position(|c| c == value).ok_or_else(|| {
+                DataError::corrupt(
+                    path,
+                    format!(
+                        "line {}: label '{value}' is not a declared class ({}): a row's label must be one of them, exactly as written",
+                        first_line + i,
+                        classes.join(", ")
+                    ),
+                )
+            })
+        })
+        .collect::<Result<Vec<usize>>>()?;
     let categorical = described
         .iter()
         .filter(|(c, _)| matches!(c, Column::Categorical { .. }))
@@ -417,11 +440,16 @@ mod tests {
         load_csv(file(content).path(), options)
     }
 
+    /// Options declaring `classes`.
+    fn of(classes: &[&str]) -> CsvOptions {
+        CsvOptions { classes: Some(classes.iter().map(|c| c.to_string()).collect()), ..CsvOptions::default() }
+    }
+
     #[test]
     fn header_categorical_and_missing() {
         let csv =
             "age,work,score,income\n39,State-gov,1.5,<=50K\n50,?,2.5,>50K\n38,Private,,<=50K\n41,Private,3.0,>50K\n";
-        let opts = CsvOptions { label: LabelColumn::Name("income".into()), ..CsvOptions::default() };
+        let opts = CsvOptions { label: LabelColumn::Name("income".into()), ..of(&["<=50K", ">50K"]) };
         let d = load(csv, &opts).unwrap();
         assert_eq!(d.feature_names, ["age", "work=Private", "work=State-gov", "score"]);
         assert_eq!(d.classes, ["<=50K", ">50K"]);
@@ -437,39 +465,51 @@ mod tests {
     }
 
     #[test]
-    fn headerless_numeric_labels_sorted_by_value() {
-        let d = load("0.1,0.2,10\n0.3,0.4,2\n0.5,0.6,10\n", &CsvOptions::default()).unwrap();
+    fn labels_take_the_declared_classes_order_and_nothing_else() {
+        let d = load("0.1,0.2,10\n0.3,0.4,2\n0.5,0.6,10\n", &of(&["2", "10"])).unwrap();
         assert_eq!(d.dim, 2);
         assert_eq!(d.classes, ["2", "10"]);
         assert_eq!(d.labels, [1, 0, 1]);
-        let by_index =
-            load("1,a\n2,b\n", &CsvOptions { label: LabelColumn::Index(1), ..CsvOptions::default() }).unwrap();
-        assert_eq!(by_index.classes, ["a", "b"]);
+        // A class no row has is still a class: the schema, not the rows, says what they are.
+        let unseen = load("0.1,0.2,10\n0.3,0.4,2\n", &of(&["2", "10", "zebra"])).unwrap();
+        assert_eq!((unseen.classes.len(), unseen.labels), (3, vec![1, 0]));
+        let by_index = load("1,a\n2,b\n", &CsvOptions { label: LabelColumn::Index(1), ..of(&["b", "a"]) }).unwrap();
+        assert_eq!(by_index.labels, [1, 0]);
+        // A row labelled otherwise (one more class, or `1.0` beside `1`) is refused, naming it.
+        let zebra = load("1,a\n2,b\n3,zebra\n", &of(&["a", "b"])).unwrap_err().to_string();
+        assert!(zebra.contains("line 3: label 'zebra' is not a declared class (a, b)"), "{zebra}");
+        let float = load("1,1\n2,0\n3,1.0\n", &of(&["0", "1"])).unwrap_err().to_string();
+        assert!(float.contains("label '1.0' is not a declared class"), "{float}");
+        // Undeclared, one class, a class twice: refused.
+        let undeclared = load("1,a\n2,b\n", &CsvOptions::default()).unwrap_err().to_string();
+        assert!(undeclared.contains("declare the table's classes"), "{undeclared}");
+        assert!(load("1,a\n2,a\n", &of(&["a"])).unwrap_err().to_string().contains("at least two"));
+        assert!(load("1,a\n2,b\n", &of(&["a", "b", "a"])).unwrap_err().to_string().contains("given twice"));
     }
 
     #[test]
     fn one_line_errors() {
-        let bad_row = load("a,b,y\n1,2,0\n1,2\n", &CsvOptions::default()).unwrap_err().to_string();
+        let binary = of(&["0", "1"]);
+        let bad_row = load("a,b,y\n1,2,0\n1,2\n", &binary).unwrap_err().to_string();
         assert!(bad_row.contains("line 3 has 2 fields"), "{bad_row}");
-        assert!(load("", &CsvOptions::default()).unwrap_err().to_string().contains("empty"));
-        assert!(load("a,b,y\n", &CsvOptions::default()).unwrap_err().to_string().contains("no data rows"));
-        let opts = CsvOptions { label: LabelColumn::Name("label".into()), ..CsvOptions::default() };
+        assert!(load("", &binary).unwrap_err().to_string().contains("empty"));
+        assert!(load("a,b,y\n", &binary).unwrap_err().to_string().contains("no data rows"));
+        let opts = CsvOptions { label: LabelColumn::Name("label".into()), ..binary.clone() };
         let no_label = load("a,b,y\n1,2,0\n", &opts).unwrap_err().to_string();
         assert!(no_label.contains("'label' does not exist"), "{no_label}");
-        let idx = CsvOptions { label: LabelColumn::Index(7), ..CsvOptions::default() };
+        let idx = CsvOptions { label: LabelColumn::Index(7), ..binary.clone() };
         assert!(load("1,2,0\n", &idx).unwrap_err().to_string().contains("column 7 does not exist"));
-        assert!(load("1,2,0\n3,4,0\n", &CsvOptions::default()).unwrap_err().to_string().contains("single class"));
         // Two columns named like the label: the first used to be taken silently.
         let twice = load("a,label,label\n1,0,1\n2,1,0\n", &opts).unwrap_err().to_string();
         assert!(twice.contains("columns 1 and 2 are both named 'label'"), "{twice}");
         // One bad cell among numbers is an error naming its line and column, not 40 one-hot columns.
         for cell in ["abc", "inf", "1e309"] {
             let csv = format!("a,b,y\n1,2,0\n3,{cell},1\n5,6,0\n7,8,1\n");
-            let e = load(&csv, &CsvOptions::default()).unwrap_err().to_string();
+            let e = load(&csv, &binary).unwrap_err().to_string();
             assert!(e.contains("line 3, column 'b'") && e.contains(cell), "{e}");
         }
         // A categorical column is still one: most of its values are not numbers.
-        let colours = load("c,y\nred,0\n7,1\nblue,0\n", &CsvOptions::default()).unwrap();
+        let colours = load("c,y\nred,0\n7,1\nblue,0\n", &binary).unwrap();
         assert_eq!(colours.dim, 3);
         for e in [bad_row, no_label] {
             assert!(!e.contains('\n'));
@@ -478,11 +518,11 @@ mod tests {
 
     #[test]
     fn written_tables_read_back() {
-        let d = load("a,b,y\n0.5,1e-3,cat\n2,3,dog\n", &CsvOptions::default()).unwrap();
+        let d = load("a,b,y\n0.5,1e-3,cat\n2,3,dog\n", &of(&["cat", "dog"])).unwrap();
         let out = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(out.path(), d.to_csv().unwrap()).unwrap();
         let back =
-            load_csv(out.path(), &CsvOptions { label: LabelColumn::Name("label".into()), ..CsvOptions::default() })
+            load_csv(out.path(), &CsvOptions { label: LabelColumn::Name("label".into()), ..of(&["cat", "dog"]) })
                 .unwrap();
         assert_eq!((back.features, back.labels, back.classes), (d.features, d.labels, d.classes));
     }
@@ -490,7 +530,7 @@ mod tests {
     #[test]
     fn split_is_seeded_and_disjoint() {
         let rows: String = (0..20).map(|i| format!("{i},{}\n", i % 2)).collect();
-        let d = load(&rows, &CsvOptions::default()).unwrap();
+        let d = load(&rows, &of(&["0", "1"])).unwrap();
         let (train, test) = d.split(0.25, 7).unwrap();
         assert_eq!((train.len(), test.len()), (15, 5));
         let (train2, _) = d.split(0.25, 7).unwrap();

@@ -351,10 +351,17 @@ pub fn restore<M: Module>(
         ));
     }
     if h.planned_steps != plan.planned_steps || h.step > plan.planned_steps {
-        return Err(refuse(format!(
-            "step {} of {} planned; the run plans {}",
-            h.step, h.planned_steps, plan.planned_steps
-        )));
+        // What changed, where the ledger tells: the rate (lot size or training set) or else the
+        // length (epochs).
+        let rate = h.ledger.grouped().ok().and_then(|g| g.first().map(|g| g.sample_rate));
+        let what = match rate {
+            Some(q) if q != plan.sample_rate => format!(
+                "its lots were drawn at rate {q}, this run's at {} (lots of {} from {} examples): the lot size or the training set changed",
+                plan.sample_rate, config.settings.lot_size, plan.n
+            ),
+            _ => format!("the run plans {} steps: its epochs ({}) changed", plan.planned_steps, config.settings.epochs),
+        };
+        return Err(refuse(format!("step {} of {} planned; {what}", h.step, h.planned_steps)));
     }
     if h.ledger.total_steps() != h.step {
         return Err(refuse(format!("its ledger holds {} steps, the run took {}", h.ledger.total_steps(), h.step)));
@@ -379,7 +386,14 @@ pub fn restore<M: Module>(
     let sizes: Vec<usize> = table.params().iter().map(|p| p.len()).collect();
     let noise = match (mechanism.is_private(), h.noise) {
         (true, Some(position)) => {
-            let noise = GaussianNoise::resumed(keys.noise_stream(), position, h.step, &sizes).map_err(refuse)?;
+            let noise = GaussianNoise::resumed(keys.noise_stream(), position, h.step, &sizes).map_err(|e| {
+                refuse(format!(
+                    "{e}: {} steps of this run's {} trained parameters ({} tensors) do not leave the noise there, so the trained (or frozen) parameters differ from the checkpointed run's",
+                    h.step,
+                    sizes.iter().sum::<usize>(),
+                    sizes.len()
+                ))
+            })?;
             Some(noise.state().clone())
         }
         (false, None) => None,

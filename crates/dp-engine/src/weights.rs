@@ -29,7 +29,34 @@ pub type Rename<'a> = (&'a str, &'a str);
 /// `model` with every parameter from the safetensors file `path`, the file's names after
 /// `renames`, in PyTorch's layouts.
 pub fn load_weights<M: Module>(mut model: M, path: &Path, renames: &[Rename<'_>]) -> Result<M> {
-    let (tensors, _) = remapper(renames)?.remap(file_tensors(path)?);
+    let remapper = remapper(renames)?;
+    let bytes = file_bytes(path)?;
+    // The names first, from the header alone (linear in the file): a file of other tensors is
+    // refused before any is converted.
+    let expected: Vec<String> = model
+        .collect(None, Some(Box::new(DpTorchLayout(BurnToPyTorchAdapter))), true)
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    let expected: std::collections::HashSet<String> = expected.into_iter().collect();
+    let patterns = remapper.to_regex_pairs();
+    let present: std::collections::HashSet<String> = header_names(&bytes, path)?
+        .into_iter()
+        .map(|name| {
+            patterns.iter().fold(name, |n, (pattern, to)| match pattern.is_match(&n) {
+                true => pattern.replace_all(&n, to.as_str()).into_owned(),
+                false => n,
+            })
+        })
+        .collect();
+    let mut missing: Vec<(String, String)> =
+        expected.iter().filter(|n| !present.contains(*n)).map(|n| (n.clone(), String::new())).collect();
+    let mut unused: Vec<String> = present.iter().filter(|n| !expected.contains(*n)).cloned().collect();
+    missing.sort();
+    unused.sort();
+    let named = ApplyResult { applied: Vec::new(), skipped: Vec::new(), missing, unused, errors: Vec::new() };
+    check(&named).map_err(|reason| file_error(path, reason))?;
+    let (tensors, _) = remapper.remap(file_tensors(bytes, path)?);
     let adapter: Box<dyn ModuleAdapter> = Box::new(DpTorchLayout(PyTorchToBurnAdapter));
     check(&model.apply(tensors, None, Some(adapter), true)).map_err(|reason| file_error(path, reason))?;
     Ok(model)
@@ -42,9 +69,8 @@ fn remapper(renames: &[Rename<'_>]) -> Result<KeyRemapper> {
         .map_err(|e| EngineError::invalid("rename", e.to_string().replace('\n', " ")))
 }
 
-/// Every tensor of the weight file `path`, read into memory as f32 (a damaged file fails here,
-/// not halfway through the model).
-fn file_tensors(path: &Path) -> Result<Vec<PackTensor>> {
+/// The bytes of the weight file `path`, refused when it is a PyTorch pickle.
+fn file_bytes(path: &Path) -> Result<Vec<u8>> {
     let (file, len) = open_regular(path)?;
     dp_data::memory::check(&format!("the weight file {}", path.display()), Some(u128::from(len) * 2))?;
     let bytes = read_bounded(file, len, path, MAX_WEIGHTS_FILE)?;
@@ -56,6 +82,27 @@ fn file_tensors(path: &Path) -> Result<Vec<PackTensor>> {
         )
         .into());
     }
+    Ok(bytes)
+}
+
+/// The tensor names a safetensors file's header lists (its 8-byte length, then a JSON object of
+/// tensors beside `__metadata__`), read without converting any tensor.
+fn header_names(bytes: &[u8], path: &Path) -> Result<Vec<String>> {
+    let bad = |why: &str| EngineError::from(file_error(path, format!("is not a safetensors file ({why})")));
+    let len =
+        bytes.get(..8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).ok_or_else(|| bad("too short"))?;
+    let header = usize::try_from(len)
+        .ok()
+        .and_then(|n| bytes.get(8..8usize.checked_add(n)?))
+        .ok_or_else(|| bad("its header is longer than the file"))?;
+    let map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(header).map_err(|_| bad("its header is not a JSON object"))?;
+    Ok(map.into_iter().map(|(k, _)| k).filter(|k| k != "__metadata__").collect())
+}
+
+/// Every tensor of the weight file's `bytes`, read into memory as f32 (a damaged file fails
+/// here, not halfway through the model).
+fn file_tensors(bytes: Vec<u8>, path: &Path) -> Result<Vec<PackTensor>> {
     let bad = |e: &dyn std::fmt::Display| EngineError::from(file_error(path, e.to_string().replace('\n', " ")));
     let lazy: Vec<PackTensor> =
         SafetensorsStore::from_bytes(Some(bytes)).get_all_tensors().map_err(|e| bad(&e))?.values().cloned().collect();

@@ -188,6 +188,15 @@ fn a_frozen_layer_need_not_be_a_dp_layer_and_a_frozen_run_resumes_bit_for_bit() 
         PrivacyEngine::new(privacy(0.01)).make_private(&model, SgdConfig::new().init(), &Rows, &device).expect("run");
     let (model, _) = dp.step(model, &Rows, 0.5).expect("step 1");
     let checkpoint = dp.checkpoint(&model).expect("checkpoint");
+    // Resumed with nothing frozen: the noise it drew covered fewer parameters, and the message
+    // says so (it used to blame the noise stream alone).
+    let err = PrivacyEngine::new(privacy(0.01).with_frozen(Vec::<String>::new()))
+        .with_keys(StreamKeys::for_run(Some(3)))
+        .resume((net(&device), SgdConfig::new().init()), &Rows, &device, checkpoint.clone())
+        .err()
+        .expect("another frozen set")
+        .to_string();
+    assert!(err.contains("the trained (or frozen) parameters differ"), "{err}");
     let (whole, _) = dp.step(model, &Rows, 0.5).expect("step 2");
     let (fresh, mut resumed) = PrivacyEngine::new(privacy(0.01))
         .with_keys(StreamKeys::for_run(Some(3)))

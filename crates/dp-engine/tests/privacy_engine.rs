@@ -448,6 +448,9 @@ fn assert_refused_by_other_runs(file: &std::path::Path, keys: &StreamKeys, bytes
     // The checkpoint refused by another run: another lot size, another seed's keys.
     let err = resume(privacy().with_lot_size(25), keys).err().expect("another plan").to_string();
     assert!(err.contains("cannot resume") && err.lines().count() == 1, "{err}");
+    assert!(err.contains("the lot size or the training set changed"), "the setting is named: {err}");
+    let err = resume(privacy().with_epochs(3.0), keys).err().expect("another length").to_string();
+    assert!(err.contains("its epochs (3) changed"), "the setting is named: {err}");
     let err = resume(privacy(), &StreamKeys::for_run(Some(12))).err().expect("other keys").to_string();
     assert!(err.contains("seed"), "{err}");
     // Another seed with its own keys, or fresh keys: the checkpoint's fingerprint refuses them

@@ -173,4 +173,16 @@ fn a_file_that_does_not_fit_the_model_is_a_one_line_error() {
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     refused(&fifo, &[], "fifo");
     refused(&data("small_cnn.safetensors"), &[("(", "x")], "rename");
+    // The model's tensors and 20,000 empty ones: refused from the header, before any tensor is
+    // converted (it took minutes when each was converted and burn-store re-read the header).
+    let padded = tmp.path().join("padded.safetensors");
+    let bytes = std::fs::read(data("small_cnn.safetensors")).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    for i in 0..20_000 {
+        header.insert(format!("pad.{i}"), serde_json::json!({"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}));
+    }
+    let text = serde_json::to_vec(&header).unwrap();
+    std::fs::write(&padded, [&(text.len() as u64).to_le_bytes()[..], &text, &bytes[8 + n..]].concat()).unwrap();
+    refused(&padded, &[], "which the model does not have (20000 unused)");
 }

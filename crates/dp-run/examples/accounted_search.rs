@@ -16,7 +16,6 @@ mod resumable;
 
 use burn::optim::SgdConfig;
 use dp_accounting::repeat_and_select::Repetitions;
-use dp_accounting::search::TrainingShape;
 use dp_engine::classifier::evaluate;
 use dp_run::checkpoint::checkpoint_path;
 use dp_run::prelude::*;
@@ -28,17 +27,21 @@ use std::sync::atomic::AtomicBool;
 /// A configuration of the grid: learning rate and lot size.
 type Config = (f64, usize);
 
-/// The privacy of a candidate of `config` at noise multiplier `z` (two epochs).
-fn privacy(config: Config, z: f64) -> PrivacyConfig {
-    PrivacyConfig::new(Gaussian).with_noise_multiplier(z).with_lot_size(config.1).with_epochs(2.0)
+/// The privacy of a candidate of `config` (two epochs of its lot size): the search sets its
+/// noise multiplier.
+pub fn privacy(config: &Config) -> Result<PrivacyConfig> {
+    Ok(PrivacyConfig::new(Gaussian).with_lot_size(config.1).with_epochs(2.0))
 }
 
-/// Trains candidate `c` in its folder of `journal` (continued from its checkpoint when it has
-/// one; stopped after a step by `interrupt`) and counts its correct predictions on the
-/// held-out examples.
-fn candidate(c: Candidate<'_, Config>, journal: &Journal, interrupt: &'static AtomicBool) -> Result<Trained<f64>> {
+/// The private training set's size.
+pub const EXAMPLES: usize = 2000;
+
+/// Trains candidate `c` with the privacy the search handed it in its folder of `journal`
+/// (continued from its checkpoint when it has one; stopped after a step by `interrupt`) and
+/// counts its correct predictions on the held-out examples.
+pub fn candidate(c: Candidate<'_, Config>, journal: &Journal, interrupt: &'static AtomicBool) -> Result<Trained<f64>> {
     let device = dp_engine::backend::cpu().device;
-    let (train, held_out) = (table(2000, 0)?, table(500, 2500)?);
+    let (train, held_out) = (table(EXAMPLES, 0)?, table(500, 2500)?);
     let dir = journal.dir().join(c.name);
     let folder = if checkpoint_path(&dir).exists() { RunFolder::resume(&dir)? } else { RunFolder::fresh(&dir, None)? };
     let options = RunOptions {
@@ -48,16 +51,15 @@ fn candidate(c: Candidate<'_, Config>, journal: &Journal, interrupt: &'static At
         ..RunOptions::default()
     };
     let model = LogReg::new(&device);
-    let (model, report) = Run::new(folder, privacy(*c.config, c.noise_multiplier), c.config.0, |m: &LogReg| {
-        evaluate(m, &held_out, &device)
-    })
-    .with_options(options)
-    .train_model(model, SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)?;
+    let (model, report) = Run::new(folder, c.privacy.clone(), c.config.0, |m: &LogReg| evaluate(m, &held_out, &device))
+        .with_options(options)
+        .train_model(model, SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)?;
     if report.interrupted {
         return Err(EngineError::Interrupted("run the same command again to continue the search".into()));
     }
     let test_accuracy = evaluate(&model, &table(500, 3000)?, &device)?;
-    Ok(Trained { value: test_accuracy, correct: (report.test_accuracy * 500.0).round() as usize, evaluated: 500 })
+    let correct = (report.test_accuracy * 500.0).round() as usize;
+    Ok(Trained { value: test_accuracy, run: report, correct, evaluated: 500 })
 }
 
 fn main() -> std::process::ExitCode {
@@ -67,10 +69,6 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     };
     let grid: Vec<Config> = [0.1, 0.5, 2.0].into_iter().flat_map(|lr| [(lr, 50), (lr, 100)]).collect();
-    let shape = |c: &Config| TrainingShape {
-        sample_rate: c.1 as f64 / 2000.0,
-        steps: privacy(*c, 1.0).settings.planned_steps(2000).unwrap_or(u64::MAX),
-    };
     let settings = SearchSettings {
         repetitions: Repetitions::TruncatedNegativeBinomial { shape: 1.0, mean: 3.0 },
         target_epsilon: 2.0,
@@ -85,7 +83,7 @@ fn main() -> std::process::ExitCode {
         Ok(()) => Journal::create(&state),
     };
     let result = opened.and_then(|journal| {
-        Ok((search(&grid, shape, &settings, &journal, |c| candidate(c, &journal, interrupt))?, journal))
+        Ok((search(&grid, privacy, EXAMPLES, &settings, &journal, |c| candidate(c, &journal, interrupt))?, journal))
     });
     match result {
         Ok((searched, journal)) => {

@@ -8,6 +8,10 @@
 //! cargo run --release -p dp-run --example resumable_run -- runs/resumable          # Ctrl-C it
 //! cargo run --release -p dp-run --example resumable_run -- runs/resumable --resume
 //! ```
+//!
+//! Built with Burn's CUDA or wgpu backends on a machine whose GPU cannot open, resume with
+//! `BURN_DEVICE=flex` in the environment: Burn 0.22 restores the optimiser's state on its default
+//! device (the crate's documentation says more).
 
 use burn::module::Module;
 use burn::optim::SgdConfig;

@@ -56,13 +56,17 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Prepares the folder of a fresh run (its lock held): refused when it holds another run's
-/// files, unless `overwrite` (then they are removed first); writes config.toml (the `settings`
+/// files, unless `overwrite` or that run never took a step (then they are removed first); writes config.toml (the `settings`
 /// TOML, which holds no seed, with the noise multiplier `z` they resolve to in a comment) and
 /// the key file of `keys`, and returns config.toml's digest.
 pub fn start(run_dir: &Path, settings: &str, z: Option<f64>, overwrite: bool, keys: &RunKeys) -> Result<String> {
     let present: Vec<&str> = RUN_FILES.into_iter().filter(|f| occupied(&run_dir.join(f))).collect();
+    // A run is checkpointed before its first step: one killed before that checkpoint was all
+    // written left its settings and keys only, took no step and released nothing. It is
+    // replaced, as if it had never started.
+    let never_stepped = present.iter().all(|f| [CONFIG_FILE, KEY_FILE].contains(f));
     if !present.is_empty() {
-        if !overwrite {
+        if !overwrite && !never_stepped {
             return Err(EngineError::invalid(
                 "out dir",
                 format!(

@@ -23,12 +23,19 @@
 //! println!("{:.2}% at {}", report.test_accuracy * 100.0, report.privacy); // ... (delta 1e-5, rdp, certified)
 //! # Ok(()) }
 //! ```
+//!
+//! Resuming on the CPU in a program built with Burn's GPU backends: Burn 0.22's optimiser
+//! (`ModuleOptimizer::load_record`) restores its state on Burn's default device, which is the
+//! first GPU backend compiled in, whatever device the model is on; run the program with
+//! `BURN_DEVICE=flex` (as `dptrain` sets for itself) where that GPU cannot open, or
+//! `PrivacyEngine::resume` refuses in one line saying so.
 
 pub mod checkpoint;
 pub mod curves;
 pub mod folder;
 pub mod interrupt;
 pub mod model_file;
+pub mod owner_key;
 pub mod seal;
 pub mod search;
 

@@ -1,22 +1,92 @@
 //! The released model of a completed run, as a file anyone can load: `model.safetensors` in the
 //! run folder, in PyTorch's names and layouts (`dp_engine::weights`), with the run's report in
 //! its metadata (epsilon, delta, accountant, guarantee label, mechanism, steps, noise, sampling
-//! rate, model, and which parameters: the average or the last iterate). The run's keys are never
-//! in it. [`export`] copies it elsewhere with its tensors renamed to a user's own names.
+//! rate, model, and which parameters: the average or the last iterate), sealed with the weights
+//! it describes under the owner's key ([`crate::owner_key`]): anybody can write a file's
+//! metadata, so a report is believed (its `certified` shown) only where its seal verifies. The
+//! run's keys are never in it. [`export`] copies it elsewhere with its tensors renamed to a user's
+//! own names; [`provenance`] says what a file given to `--init-from` is.
 
 use crate::folder::keys::KEY_FILE;
-use crate::folder::{MODEL_FILE, REPORT_FILE};
+use crate::folder::{MODEL_FILE, REPORT_FILE, sha256_hex};
+use crate::owner_key::OwnerKey;
 use crate::report::RunReport;
+use crate::seal::{seal, verifies};
 use burn::module::Module;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, read_regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use dp_engine::weights::{MAX_WEIGHTS_FILE, Rename, save_weights};
 use regex::Regex;
 use safetensors::SafeTensors;
+use safetensors::tensor::TensorView;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// What the metadata says the file is.
 const FORMAT: &str = "dptrain model 1";
+/// The metadata key of the report's seal (hex HMAC-SHA256 under the owner's key).
+const SEAL_KEY: &str = "report_seal";
+/// The safetensors format's own key in a header: no tensor may take it.
+const FORMAT_KEY: &str = "__metadata__";
+
+/// SHA-256 of what a seal covers: the metadata but the seal (in key order) and every tensor in
+/// name order (name, dtype, shape, bytes), each part length-prefixed.
+fn sealed_digest(metadata: &HashMap<String, String>, tensors: &Tensors<'_>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut part = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    let sorted: BTreeMap<&String, &String> = metadata.iter().filter(|(k, _)| *k != SEAL_KEY).collect();
+    for (k, v) in sorted {
+        part(k.as_bytes());
+        part(v.as_bytes());
+    }
+    let mut order: Vec<&(String, TensorView<'_>)> = tensors.iter().collect();
+    order.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, view) in order {
+        part(name.as_bytes());
+        part(format!("{:?}", view.dtype()).as_bytes());
+        part(&view.shape().iter().flat_map(|d| (*d as u64).to_le_bytes()).collect::<Vec<u8>>());
+        part(view.data());
+    }
+    h.finalize().into()
+}
+
+/// `metadata` with the seal of it and `tensors` under `key`.
+fn with_seal(mut metadata: HashMap<String, String>, tensors: &Tensors<'_>, key: &OwnerKey) -> HashMap<String, String> {
+    let tag = seal(key.secret(), &[&sealed_digest(&metadata, tensors)]);
+    metadata.insert(SEAL_KEY.into(), hex::encode(tag));
+    metadata
+}
+
+/// Whether `metadata`'s report is sealed with `tensors` under the owner's `key`.
+fn verified(metadata: &HashMap<String, String>, tensors: &Tensors<'_>, key: Option<&OwnerKey>) -> bool {
+    let tag = metadata.get(SEAL_KEY).and_then(|t| hex::decode(t).ok());
+    match (key, tag) {
+        (Some(key), Some(tag)) => verifies(key.secret(), &[&sealed_digest(metadata, tensors)], &tag),
+        _ => false,
+    }
+}
+
+/// A model file's tensors, by name.
+type Tensors<'b> = Vec<(String, TensorView<'b>)>;
+
+/// A model file's tensors and metadata, read from `bytes` (of `path`).
+fn contents<'b>(bytes: &'b [u8], path: &Path) -> Result<(Tensors<'b>, HashMap<String, String>)> {
+    let bad = |e: &dyn std::fmt::Display| EngineError::from(file_error(path, e.to_string()));
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| bad(&e))?;
+    let metadata = header.metadata().clone().unwrap_or_default();
+    let tensors = SafeTensors::deserialize(bytes).map_err(|e| bad(&e))?.tensors();
+    Ok((tensors, metadata))
+}
+
+/// `tensors` with `metadata` as a safetensors file.
+fn serialized(tensors: Tensors<'_>, metadata: HashMap<String, String>, path: &Path) -> Result<Vec<u8>> {
+    safetensors::serialize(tensors, Some(metadata)).map_err(|e| file_error(path, e.to_string()).into())
+}
 
 /// The report's fields as the file's metadata: every field but the folder's paths, numbers and
 /// labels as their JSON text, the report's privacy under the same keys as report.json.
@@ -33,9 +103,60 @@ fn metadata(report: &RunReport, averaged: bool) -> Result<Vec<(String, String)>>
 }
 
 /// Writes `model`, the released model of the completed run in `dir` (`averaged`: the parameter
-/// average), with `report` in its metadata.
+/// average), with `report` in its metadata, sealed with the weights under the owner's key (made
+/// the first time). Where no key can be kept, the file is written unsealed: its report is then
+/// never shown as certified.
 pub(crate) fn write<M: Module>(dir: &Path, model: &M, report: &RunReport, averaged: bool) -> Result<()> {
-    save_weights(model, &dir.join(MODEL_FILE), &metadata(report, averaged)?, &[])
+    let path = dir.join(MODEL_FILE);
+    save_weights(model, &path, &metadata(report, averaged)?, &[])?;
+    let Ok(key) = OwnerKey::load_or_create() else { return Ok(()) };
+    let bytes = read_regular(&path, MAX_WEIGHTS_FILE)?;
+    let (tensors, metadata) = contents(&bytes, &path)?;
+    let metadata = with_seal(metadata, &tensors, &key);
+    write_atomic(&path, &serialized(tensors, metadata, &path)?, PUBLIC)?;
+    Ok(())
+}
+
+/// What a model file given as a run's initial weights is: its digest and, where its report's
+/// seal verifies under this user's owner key, that report (a model trained before on the same
+/// private data spends it again: the new run's report shows which).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Provenance {
+    /// The file.
+    pub file: PathBuf,
+    /// SHA-256 (hex) of its bytes.
+    pub sha256: String,
+    /// Its report, when sealed under this user's key (None: none, or none that verifies).
+    pub report: Option<BTreeMap<String, String>>,
+}
+
+impl Provenance {
+    /// The report's caveat about a run started from this file.
+    pub fn note(&self) -> String {
+        let what = match &self.report {
+            Some(r) => format!(
+                "a model whose sealed report says epsilon {} ({})",
+                r.get("epsilon").map_or("infinite", String::as_str),
+                r.get("guarantee").map_or("?", String::as_str)
+            ),
+            None => "weights with no report that verifies under this user's owner key".into(),
+        };
+        format!(
+            "initial weights from {} (sha256 {}): {what}; a model trained on the same private data spends it again, which this run's epsilon does not count",
+            self.file.display(),
+            self.sha256
+        )
+    }
+}
+
+/// The provenance of the weights file `path` (any safetensors file: a PyTorch one carries no
+/// report).
+pub fn provenance(path: &Path) -> Result<Provenance> {
+    let bytes = read_regular(path, MAX_WEIGHTS_FILE)?;
+    let (tensors, metadata) = contents(&bytes, path)?;
+    let report = verified(&metadata, &tensors, OwnerKey::load()?.as_ref())
+        .then(|| metadata.into_iter().filter(|(k, _)| k != SEAL_KEY).collect());
+    Ok(Provenance { file: path.to_path_buf(), sha256: sha256_hex(&bytes), report })
 }
 
 /// What [`export`] wrote.
@@ -48,6 +169,8 @@ pub struct Exported {
     /// The run's privacy as its metadata says it (`epsilon ... (delta ..., accountant,
     /// guarantee)`).
     pub privacy: String,
+    /// True when the report's seal verified under the owner's key (its label is then shown).
+    pub verified: bool,
     /// True when the run folder still holds its key file, which must never travel with the
     /// model (it is never written into the export).
     pub key_present: bool,
@@ -67,12 +190,12 @@ pub fn export(run_dir: &Path, out: &Path, renames: &[Rename<'_>]) -> Result<Expo
     }
     let bytes = read_regular(&model, MAX_WEIGHTS_FILE)?;
     let bad = |e: &dyn std::fmt::Display| EngineError::from(file_error(&model, e.to_string()));
-    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| bad(&e))?;
-    let metadata = header.metadata().clone().unwrap_or_default();
+    let (mut tensors, metadata) = contents(&bytes, &model)?;
     if metadata.get("format").map(String::as_str) != Some(FORMAT) {
         return Err(bad(&format!("is not a model dptrain wrote (no `format = {FORMAT}` in its metadata)")));
     }
-    let mut tensors = SafeTensors::deserialize(&bytes).map_err(|e| bad(&e))?.tensors();
+    let key = OwnerKey::load()?;
+    let sealed = verified(&metadata, &tensors, key.as_ref());
     tensors.sort_by(|a, b| a.0.cmp(&b.0));
     let mut names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
     for (pattern, replacement) in renames {
@@ -87,18 +210,40 @@ pub fn export(run_dir: &Path, out: &Path, renames: &[Rename<'_>]) -> Result<Expo
         }
         names = names.iter().map(|n| regex.replace(n, *replacement).into_owned()).collect();
     }
+    if names.iter().any(|n| n == FORMAT_KEY || n.is_empty()) {
+        return Err(EngineError::invalid(
+            "rename",
+            format!(
+                "a tensor would be named `{FORMAT_KEY}` or nothing: the format keeps `{FORMAT_KEY}` for the metadata"
+            ),
+        ));
+    }
     let mut sorted = names.clone();
     sorted.sort();
     if let Some(pair) = sorted.windows(2).find(|w| w[0] == w[1]) {
         return Err(EngineError::invalid("rename", format!("two tensors would both be named `{}`", pair[0])));
     }
-    let views = names.into_iter().zip(tensors.into_iter().map(|(_, v)| v));
-    let written = safetensors::serialize(views, Some(metadata.clone())).map_err(|e| bad(&e))?;
-    write_atomic(out, &written, PUBLIC)?;
+    let renamed: Tensors<'_> = names.into_iter().zip(tensors.into_iter().map(|(_, v)| v)).collect();
+    // The same release under other names: sealed again where its report verified, else
+    // written without a seal (its report then proves nothing anywhere).
+    let written_metadata = match (&key, sealed) {
+        (Some(key), true) => with_seal(metadata.clone(), &renamed, key),
+        _ => metadata.iter().filter(|(k, _)| *k != SEAL_KEY).map(|(k, v)| (k.clone(), v.clone())).collect(),
+    };
+    write_atomic(out, &serialized(renamed, written_metadata, &model)?, PUBLIC)?;
     let field = |k: &str| metadata.get(k).map_or("?", String::as_str).to_string();
     // A run without privacy (the baseline) has no epsilon in its report: infinite.
     let epsilon = metadata.get("epsilon").map_or("infinite", String::as_str);
-    let privacy =
-        format!("epsilon {epsilon} (delta {}, {}, {})", field("delta"), field("accountant"), field("guarantee"));
-    Ok(Exported { path: out.to_path_buf(), tensors: sorted, privacy, key_present: occupied(&run_dir.join(KEY_FILE)) })
+    let label = match sealed {
+        true => field("guarantee"),
+        false => "none: its report is not sealed under this user's owner key, so nothing shows this file's weights are the run's it describes".into(),
+    };
+    let privacy = format!("epsilon {epsilon} (delta {}, {}, {label})", field("delta"), field("accountant"));
+    Ok(Exported {
+        path: out.to_path_buf(),
+        tensors: sorted,
+        privacy,
+        verified: sealed,
+        key_present: occupied(&run_dir.join(KEY_FILE)),
+    })
 }

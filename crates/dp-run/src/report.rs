@@ -1,6 +1,7 @@
 //! The final report of a run's session, written to its folder's report.json.
 
-use dp_accounting::PrivacyReport;
+use crate::model_file::Provenance;
+use dp_accounting::{PrivacyLedger, PrivacyReport};
 use dp_engine::canaries::RunAudit;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -51,4 +52,47 @@ pub struct RunReport {
     pub interrupted: bool,
     /// The one-run audit, when one was asked for.
     pub audit: Option<RunAudit>,
+    /// Where the initial weights came from (their digest, and their report where it verifies):
+    /// what this run's epsilon does not count.
+    pub initial_weights: Option<Provenance>,
+    /// The releases the engine recorded while it released noise: what the epsilon above is
+    /// computed from. Private, so a report is made by a run and not restated (a search checks
+    /// a candidate's against what it accounted).
+    pub(crate) ledger: PrivacyLedger,
+}
+
+impl RunReport {
+    /// The releases the engine recorded while this run released noise.
+    pub fn ledger(&self) -> &PrivacyLedger {
+        &self.ledger
+    }
+
+    /// A report of a run that recorded `ledger` (the search's unit tests, which train nothing).
+    #[cfg(test)]
+    pub(crate) fn recorded(ledger: PrivacyLedger) -> Self {
+        RunReport {
+            test_accuracy: 0.0,
+            evaluated_on: String::new(),
+            privacy: PrivacyReport::new(f64::INFINITY, 1e-5, "rdp", dp_accounting::Guarantee::None),
+            sigma_privacy: None,
+            steps: ledger.total_steps(),
+            seconds: 0.0,
+            noise_multiplier: None,
+            sample_rate: 0.0,
+            device: String::new(),
+            model: String::new(),
+            mechanism: String::new(),
+            trained_parameters: Vec::new(),
+            frozen_parameters: Vec::new(),
+            seeded: false,
+            notes: Vec::new(),
+            run_dir: PathBuf::new(),
+            curves: PathBuf::new(),
+            completed: true,
+            interrupted: false,
+            audit: None,
+            initial_weights: None,
+            ledger,
+        }
+    }
 }

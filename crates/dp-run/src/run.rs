@@ -9,7 +9,7 @@ use crate::event::Event;
 use crate::folder::keys::RunKeys;
 use crate::folder::lock::RunLock;
 use crate::folder::{self, METRICS_FILE};
-use crate::model_file;
+use crate::model_file::{self, Provenance};
 use crate::options::RunOptions;
 use crate::report::RunReport;
 use crate::run_folder::RunFolder;
@@ -71,6 +71,7 @@ impl<'a, M: Module> Run<'a, M> {
             evaluate: Box::new(evaluate),
             options: RunOptions::default(),
             names: ("model".into(), "test".into()),
+            initial_weights: None,
         };
         Self { session, batch_size: 256, settings: String::new(), observe: Box::new(|_| {}) }
     }
@@ -105,6 +106,14 @@ impl<'a, M: Module> Run<'a, M> {
     /// The model's name and that of the set it is evaluated on, for the report.
     pub fn describe(mut self, model: impl Into<String>, evaluated_on: impl Into<String>) -> Self {
         self.session.names = (model.into(), evaluated_on.into());
+        self
+    }
+
+    /// Records in the report where the model's initial weights came from
+    /// ([`crate::model_file::provenance`]): a model trained before on the same private data
+    /// spends it again, which this run's epsilon does not count.
+    pub fn with_initial_weights(mut self, provenance: Provenance) -> Self {
+        self.session.initial_weights = Some(provenance);
         self
     }
 

@@ -13,11 +13,13 @@
 pub mod journal;
 mod plan;
 
-use dp_accounting::PrivacyReport;
+use crate::report::RunReport;
 use dp_accounting::repeat_and_select::Repetitions;
 use dp_accounting::search::{TrainingShape, calibrate_search};
+use dp_accounting::{DpEvent, LotSampling, PrivacyReport};
 use dp_data::ChaChaState;
 use dp_engine::error::{EngineError, Result};
+use dp_engine::privacy_config::PrivacyConfig;
 pub use journal::Journal;
 use journal::{Best, State};
 use plan::draw_plan;
@@ -57,12 +59,17 @@ pub struct SearchSettings {
     pub seed: Option<u64>,
 }
 
-/// One candidate to train, as the search's plan drew it.
-#[derive(Debug, Clone, Copy)]
+/// One candidate to train, as the search's plan drew it, with the privacy the search
+/// calibrated for it: its run must use [`Candidate::privacy`] (the search checks the ledger its
+/// run recorded against what it accounted).
+#[derive(Clone)]
 pub struct Candidate<'c, C> {
     /// Its configuration.
     pub config: &'c C,
-    /// The noise multiplier its training must use (calibrated for the whole search).
+    /// The privacy of its training: the configuration's, at the noise multiplier calibrated for
+    /// the whole search.
+    pub privacy: PrivacyConfig,
+    /// That noise multiplier.
     pub noise_multiplier: f64,
     /// Its name, drawn from the OS (not its rank): a folder of its own may take it, and a
     /// resumed search gives the same name again, to continue what it left there.
@@ -72,12 +79,15 @@ pub struct Candidate<'c, C> {
     pub draw: u64,
 }
 
-/// What one candidate's training gives: its result and its correct predictions on the
-/// held-out examples (private or public).
+/// What one candidate's training gives: its result, the report of the run that trained it
+/// (whose ledger the search checks) and its correct predictions on the held-out examples
+/// (private or public).
 #[derive(Debug, Clone)]
 pub struct Trained<T> {
     /// The candidate's result (a model's file, a report), kept in the journal until released.
     pub value: T,
+    /// The report of its run, as the run made it.
+    pub run: RunReport,
     /// Correct predictions on the held-out examples.
     pub correct: usize,
     /// The held-out examples evaluated.
@@ -94,12 +104,18 @@ pub struct Searched<C, T> {
     pub privacy: PrivacyReport,
 }
 
-/// Runs the search over `configs` (each one's training shape given by `shape_of`) under
-/// `settings`, or continues the one `journal` holds: `train` trains one candidate. The journal
-/// is left in place (the caller removes it once it has released the choice).
+/// Runs the search over `configs` (each one's privacy given by `privacy_of`, its noise left to
+/// the search) on a private training set of `examples` examples under `settings`, or continues
+/// the one `journal` holds: `train` trains one candidate with the privacy it is handed. A
+/// configuration that is not a Poisson-sampled Gaussian mechanism (what the search accounts) is
+/// refused before anything trains; a candidate whose run recorded other releases than those
+/// accounted for it (another rate, fewer noise, more steps: its data or settings changed) stops
+/// the search before its score is used. The journal is left in place (the caller removes it
+/// once it has released the choice).
 pub fn search<C: Clone + Serialize, T: Serialize + DeserializeOwned>(
     configs: &[C],
-    shape_of: impl Fn(&C) -> TrainingShape,
+    privacy_of: impl Fn(&C) -> Result<PrivacyConfig>,
+    examples: usize,
     settings: &SearchSettings,
     journal: &Journal,
     mut train: impl FnMut(Candidate<'_, C>) -> Result<Trained<T>>,
@@ -107,7 +123,9 @@ pub fn search<C: Clone + Serialize, T: Serialize + DeserializeOwned>(
     if configs.is_empty() {
         return Err(EngineError::invalid("search space", "holds no candidate"));
     }
-    let shapes: Vec<TrainingShape> = configs.iter().map(shape_of).collect();
+    let privacy: Vec<PrivacyConfig> = configs.iter().map(privacy_of).collect::<Result<_>>()?;
+    let shapes: Vec<TrainingShape> =
+        privacy.iter().enumerate().map(|(i, p)| accounted_shape(i, p, examples)).collect::<Result<_>>()?;
     let score_noise = match settings.score {
         Score::Public => None,
         Score::Private { noise_multiplier, .. } => Some(noise_multiplier),
@@ -117,13 +135,20 @@ pub fn search<C: Clone + Serialize, T: Serialize + DeserializeOwned>(
     let mut state = begun(journal, fingerprint(configs, &shapes, settings)?, settings, configs.len())?;
     for position in state.done..state.plan.len() {
         let planned = state.plan[position].clone();
+        let z = calibrated.noise_multipliers[planned.config];
         let candidate = Candidate {
             config: &configs[planned.config],
-            noise_multiplier: calibrated.noise_multipliers[planned.config],
+            privacy: privacy[planned.config].clone().with_noise_multiplier(z),
+            noise_multiplier: z,
             name: &planned.name,
             draw: planned.draw,
         };
         let trained = train(candidate)?;
+        shapes[planned.config].admits(z, trained.run.ledger()).map_err(|why| {
+            EngineError::Privacy(format!(
+                "a candidate's run recorded {why}: the search's epsilon does not cover it, so its score is not used and the search stops"
+            ))
+        })?;
         let score = released_score(&trained, settings.score, planned.score_noise)?;
         if state.best.as_ref().is_none_or(|best| score > best.score) {
             state.best = Some(Best { position, score, value: trained.value });
@@ -135,6 +160,40 @@ pub fn search<C: Clone + Serialize, T: Serialize + DeserializeOwned>(
     Ok(Searched { chosen, privacy: calibrated.report })
 }
 
+/// The training the search accounts for configuration `index` of `privacy` on `examples`
+/// examples (q = L / N, its planned steps), refused unless each of its steps is a
+/// Poisson-sampled Gaussian release (not the baseline, shuffled lots or a paper's own bound).
+fn accounted_shape(index: usize, privacy: &PrivacyConfig, examples: usize) -> Result<TrainingShape> {
+    let settings = &privacy.settings;
+    if settings.lot_size == 0 || settings.lot_size > examples {
+        return Err(EngineError::invalid(
+            "search space",
+            format!("configuration {index}: lots of {} from {examples} training examples", settings.lot_size),
+        ));
+    }
+    let sample_rate = settings.lot_size as f64 / examples as f64;
+    let mechanism = privacy.mechanism.as_ref();
+    let step = match mechanism.is_private() {
+        true => mechanism.step_event(Some(1.0), sample_rate, settings.sampling)?,
+        false => DpEvent::NonPrivate { what: "the gradient".into() },
+    };
+    if step != DpEvent::sampled_gaussian(1.0, sample_rate, LotSampling::Poisson)? {
+        return Err(EngineError::invalid(
+            "search space",
+            format!(
+                "configuration {index} ({} on {} lots) releases a {} step where a search accounts Poisson-sampled Gaussian steps: its candidates would not have the search's guarantee",
+                mechanism.name(),
+                match settings.sampling {
+                    LotSampling::Poisson => "Poisson-sampled",
+                    LotSampling::Shuffled => "shuffled",
+                },
+                step.kind()
+            ),
+        ));
+    }
+    Ok(TrainingShape { sample_rate, steps: settings.planned_steps(examples)? })
+}
+
 /// The search's state: the journal's, refused when drawn for another search, or a new plan
 /// drawn (K, then each candidate's draws, from the search's CSPRNG) and saved before any
 /// candidate trains.
@@ -144,7 +203,17 @@ fn begun<T: Serialize + DeserializeOwned>(
     settings: &SearchSettings,
     configs: usize,
 ) -> Result<State<T>> {
-    if let Some(state) = journal.load::<T>()? {
+    let loaded = journal.load::<T>()?;
+    if loaded.is_none() && journal.has_candidates()? {
+        return Err(EngineError::invalid(
+            "resume",
+            format!(
+                "{} holds a search's candidates but not its state (search.json is gone): they spent the data's privacy, and a new plan here would spend it again uncounted; refused (a new search elsewhere adds its epsilon to theirs)",
+                journal.dir().display()
+            ),
+        ));
+    }
+    if let Some(state) = loaded {
         if state.fingerprint != fingerprint || state.plan.iter().any(|p| p.config >= configs) {
             return Err(EngineError::invalid(
                 "resume",
@@ -190,7 +259,11 @@ fn released_score<T>(trained: &Trained<T>, score: Score, noise: f64) -> Result<f
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dp_accounting::Guarantee;
+    use dp_accounting::{Guarantee, PrivacyLedger};
+    use dp_engine::prelude::{Gaussian, Unperturbed};
+
+    /// The private training set's size.
+    const N: usize = 10_000;
 
     fn settings() -> SearchSettings {
         SearchSettings {
@@ -202,13 +275,21 @@ mod tests {
         }
     }
 
-    fn shape(_: &u32) -> TrainingShape {
-        TrainingShape { sample_rate: 0.01, steps: 300 }
+    /// Every configuration: lots of 100 from N for 3 epochs (q = 0.01, 300 steps).
+    fn privacy(_: &u32) -> Result<PrivacyConfig> {
+        Ok(PrivacyConfig::new(Gaussian).with_lot_size(100).with_epochs(3.0))
+    }
+
+    /// The ledger of a run that did what candidate `c` was handed.
+    fn ran(c: &Candidate<'_, u32>) -> RunReport {
+        let s = &c.privacy.settings;
+        let q = s.lot_size as f64 / N as f64;
+        RunReport::recorded(PrivacyLedger::homogeneous(c.noise_multiplier, q, s.planned_steps(N).unwrap()).unwrap())
     }
 
     /// A candidate of configuration c: 100 c correct predictions of 1000.
     fn trained(c: &Candidate<'_, u32>) -> Result<Trained<u32>> {
-        Ok(Trained { value: *c.config, correct: 100 * *c.config as usize, evaluated: 1000 })
+        Ok(Trained { value: *c.config, run: ran(c), correct: 100 * *c.config as usize, evaluated: 1000 })
     }
 
     #[test]
@@ -217,8 +298,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let journal = Journal::create(tmp.path().join("s")).unwrap();
         let mut seen = Vec::new();
-        let out = search(&configs, shape, &settings(), &journal, |c| {
+        let out = search(&configs, privacy, N, &settings(), &journal, |c| {
             seen.push((*c.config, c.noise_multiplier));
+            assert_eq!(
+                c.privacy.settings.noise,
+                Some(dp_engine::privacy_settings::NoiseLevel::Multiplier(c.noise_multiplier))
+            );
             trained(&c)
         })
         .unwrap();
@@ -229,15 +314,86 @@ mod tests {
         assert!((score - 0.1 * f64::from(best_seen)).abs() < 0.1, "within 5 sigma");
         assert_ne!(score, 0.1 * f64::from(best_seen), "the score released is noisy");
         assert!(seen.iter().all(|(_, z)| (z - seen[0].1).abs() < 1e-12), "one shape, one noise multiplier");
+        // The search's epsilon recomputed from what the candidates' runs recorded (one shape:
+        // the candidate's event is its training and its score's release).
+        let ledger = ran(&Candidate {
+            config: &0,
+            privacy: privacy(&0).unwrap(),
+            noise_multiplier: seen[0].1,
+            name: "",
+            draw: 0,
+        })
+        .ledger()
+        .clone();
+        let candidate =
+            DpEvent::Composed { events: vec![ledger.event(), DpEvent::Gaussian { noise_multiplier: 20.0 }] };
+        let again = dp_accounting::search::search_privacy(candidate, settings().repetitions, 1e-5).unwrap();
+        assert!((again.epsilon - out.privacy.epsilon).abs() < 1e-9, "{again} vs {}", out.privacy);
         // Hostile: an empty space; a budget the scores alone exceed; a score over another count.
         let dir = |name: &str| Journal::create(tmp.path().join(name)).unwrap();
         let never = |_: Candidate<'_, u32>| -> Result<Trained<u32>> { unreachable!("no candidate trains") };
-        assert!(search(&[] as &[u32], shape, &settings(), &dir("a"), never).is_err());
+        assert!(search(&[] as &[u32], privacy, N, &settings(), &dir("a"), never).is_err());
         let tight = SearchSettings { target_epsilon: 0.05, ..settings() };
-        let err = search(&configs, shape, &tight, &dir("b"), never).unwrap_err().to_string();
+        let err = search(&configs, privacy, N, &tight, &dir("b"), never).unwrap_err().to_string();
         assert!(err.contains("too small"), "{err}");
-        let wrong = |c: Candidate<'_, u32>| Ok(Trained { value: *c.config, correct: 1, evaluated: 10 });
-        assert!(search(&configs, shape, &settings(), &dir("c"), wrong).is_err());
+        let wrong = |c: Candidate<'_, u32>| Ok(Trained { value: *c.config, run: ran(&c), correct: 1, evaluated: 10 });
+        assert!(search(&configs, privacy, N, &settings(), &dir("c"), wrong).is_err());
+    }
+
+    #[test]
+    fn a_candidate_that_ran_otherwise_than_accounted_stops_the_search_before_its_score_is_used() {
+        let configs: Vec<u32> = (0..6).collect();
+        let tmp = tempfile::tempdir().unwrap();
+        // Each a run that recorded other releases than those handed to it (by z).
+        type Recorded = fn(f64) -> PrivacyLedger;
+        let cheats: [(&str, Recorded, &str); 4] = [
+            ("steps", |z| PrivacyLedger::homogeneous(z, 0.01, 900).unwrap(), "900 steps"),
+            ("rate", |z| PrivacyLedger::homogeneous(z, 0.02, 150).unwrap(), "sampling rate 0.02"),
+            ("noise", |z| PrivacyLedger::homogeneous(z * 0.9, 0.01, 300).unwrap(), "noise multiplier"),
+            (
+                "shuffled",
+                |z| {
+                    let mut l = PrivacyLedger::new();
+                    l.record_event(DpEvent::sampled_gaussian(z, 0.01, LotSampling::Shuffled).unwrap(), 300).unwrap();
+                    l
+                },
+                "a shuffled release",
+            ),
+        ];
+        for (name, ledger, why) in cheats {
+            let journal = Journal::create(tmp.path().join(name)).unwrap();
+            let err = search(&configs, privacy, N, &settings(), &journal, |c| {
+                Ok(Trained {
+                    value: 0u32,
+                    run: RunReport::recorded(ledger(c.noise_multiplier)),
+                    correct: 1000,
+                    evaluated: 1000,
+                })
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(why) && err.contains("does not cover it"), "{name}: {err}");
+            assert!(journal.load::<u32>().unwrap().unwrap().best.is_none(), "{name}: no score was used");
+        }
+    }
+
+    #[test]
+    fn a_space_that_is_not_poisson_sampled_gaussian_is_refused_before_anything_trains() {
+        let tmp = tempfile::tempdir().unwrap();
+        let never = |_: Candidate<'_, u32>| -> Result<Trained<u32>> { unreachable!("no candidate trains") };
+        let refused = |name: &str, privacy: fn(&u32) -> Result<PrivacyConfig>, why: &str| {
+            let journal = Journal::create(tmp.path().join(name)).unwrap();
+            let err = search(&[0u32, 1], privacy, N, &settings(), &journal, never).unwrap_err().to_string();
+            assert!(err.contains(why), "{name}: {err}");
+            assert!(journal.load::<u32>().unwrap().is_none(), "{name}: no plan drawn");
+        };
+        refused("none", |c| Ok(if *c == 1 { PrivacyConfig::new(Unperturbed) } else { privacy(c)? }), "non-private");
+        refused(
+            "shuffled",
+            |c| Ok(privacy(c)?.with_sampling(LotSampling::Shuffled)),
+            "configuration 0 (gaussian on shuffled lots) releases a shuffled step",
+        );
+        refused("lots", |c| Ok(privacy(c)?.with_lot_size(N + 1)), "lots of 10001 from 10000");
     }
 
     #[test]
@@ -245,12 +401,14 @@ mod tests {
         let configs: Vec<u32> = (0..6).collect();
         let tmp = tempfile::tempdir().unwrap();
         let whole =
-            search(&configs, shape, &settings(), &Journal::create(tmp.path().join("whole")).unwrap(), |c| trained(&c))
-                .unwrap();
+            search(&configs, privacy, N, &settings(), &Journal::create(tmp.path().join("whole")).unwrap(), |c| {
+                trained(&c)
+            })
+            .unwrap();
         let mut names = Vec::new();
         let dir = tmp.path().join("stopped");
         let journal = Journal::create(&dir).unwrap();
-        let stopped = search(&configs, shape, &settings(), &journal, |c| {
+        let stopped = search(&configs, privacy, N, &settings(), &journal, |c| {
             names.push((c.name.to_string(), *c.config, c.draw));
             match names.len() {
                 3 => Err(EngineError::Interrupted("the third candidate".into())),
@@ -260,7 +418,7 @@ mod tests {
         assert!(matches!(stopped, Err(EngineError::Interrupted(_))));
         let journal = Journal::open(&dir).unwrap();
         let mut resumed_names = Vec::new();
-        let resumed = search(&configs, shape, &settings(), &journal, |c| {
+        let resumed = search(&configs, privacy, N, &settings(), &journal, |c| {
             resumed_names.push((c.name.to_string(), *c.config, c.draw));
             trained(&c)
         })
@@ -269,11 +427,19 @@ mod tests {
         assert!(resumed_names[1..].iter().all(|n| !names.contains(n)), "no finished candidate reruns");
         let (a, b) = (whole.chosen.unwrap(), resumed.chosen.unwrap());
         assert_eq!((a.0, a.1, a.2, whole.privacy.epsilon), (b.0, b.1, b.2, resumed.privacy.epsilon));
-        // Resumed with other settings: refused (the plan and the noise were drawn for these).
+        // Resumed with other settings, another space or another training set: refused (the
+        // plan and the noise were drawn for these).
         let other = SearchSettings { target_epsilon: 3.0, ..settings() };
-        let err = search(&configs, shape, &other, &journal, trained_by_value).unwrap_err().to_string();
+        let err = search(&configs, privacy, N, &other, &journal, trained_by_value).unwrap_err().to_string();
         assert!(err.contains("another space or other settings"), "{err}");
-        assert!(search(&configs[..5], shape, &settings(), &journal, trained_by_value).is_err());
+        assert!(search(&configs[..5], privacy, N, &settings(), &journal, trained_by_value).is_err());
+        assert!(search(&configs, privacy, N / 2, &settings(), &journal, trained_by_value).is_err());
+        // Its state deleted: the candidates' folders remain, and no new plan is drawn over them.
+        std::fs::create_dir(dir.join(&names[0].0)).unwrap();
+        std::fs::remove_file(dir.join(journal::STATE_FILE)).unwrap();
+        let err = search(&configs, privacy, N, &settings(), &journal, trained_by_value).unwrap_err().to_string();
+        assert!(err.contains("not its state") && err.contains("spend it again"), "{err}");
+        assert!(journal.load::<u32>().unwrap().is_none());
     }
 
     fn trained_by_value(c: Candidate<'_, u32>) -> Result<Trained<u32>> {

@@ -1,6 +1,7 @@
 //! What a run's steps read: its folder, privacy configuration, learning rate, evaluation,
 //! options and the names its report gives (the part of a [`crate::Run`] its step loop sees).
 
+use crate::model_file::Provenance;
 use crate::options::RunOptions;
 use crate::run_folder::RunFolder;
 use dp_engine::error::Result;
@@ -20,4 +21,6 @@ pub(crate) struct Session<'a, M> {
     pub(crate) options: RunOptions,
     /// The model's name and that of the set it is evaluated on.
     pub(crate) names: (String, String),
+    /// The file the model's initial weights came from, for the report.
+    pub(crate) initial_weights: Option<Provenance>,
 }

@@ -7,6 +7,7 @@ use crate::curves;
 use crate::event::Event;
 use crate::folder::lock::RunLock;
 use crate::folder::{self, METRICS_FILE, PLOT_FILE, sha256_hex};
+use crate::model_file::Provenance;
 use crate::report::RunReport;
 use crate::session::Session;
 use burn::module::Module;
@@ -142,7 +143,7 @@ impl<M: Module> StepLoop<'_, '_, M> {
             trained_parameters: dp.table().params().iter().map(|p| p.path.clone()).collect(),
             frozen_parameters: dp.table().frozen().iter().map(|p| p.path.clone()).collect(),
             seeded: run.folder.seed().is_some(),
-            notes: dp.notes().to_vec(),
+            notes: dp.notes().iter().cloned().chain(run.initial_weights.as_ref().map(Provenance::note)).collect(),
             run_dir: dir.clone(),
             curves: dir.join(PLOT_FILE),
             completed: ended.step == planned_steps,
@@ -152,6 +153,8 @@ impl<M: Module> StepLoop<'_, '_, M> {
                 .audit
                 .zip(dp.hook().and_then(|h| h.as_any().downcast_ref::<WhiteBoxCanaries>()))
                 .map(|(request, c)| c.audit(delta, request.confidence)),
+            initial_weights: run.initial_weights.clone(),
+            ledger: dp.ledger().clone(),
         };
         self.lock.held()?;
         folder::write_report(dir, &report)?;

@@ -65,7 +65,13 @@ impl Journal {
     /// planted in its place), with a key drawn from the OS.
     pub fn create(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir(&dir).map_err(|e| file_error(&dir, e))?;
+        std::fs::create_dir(&dir).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => file_error(
+                &dir,
+                "already exists: continue the search it holds (Journal::open), or give another folder (a new search here would spend the data's privacy again)",
+            ),
+            _ => file_error(&dir, e),
+        })?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| file_error(&dir, e))?;
         let key = SecretKey::from_os();
         write_atomic(&dir.join(KEY_FILE), hex::encode(key.as_bytes()).as_bytes(), OWNER_ONLY)?;
@@ -92,6 +98,19 @@ impl Journal {
     /// The journal's folder (candidates may keep their own files in it).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// True when the folder holds a folder: what only a search whose plan was saved leaves (its
+    /// candidates' folders), so a journal that has one but no state was tampered with.
+    pub(crate) fn has_candidates(&self) -> Result<bool> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| file_error(&self.dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| file_error(&self.dir, e))?;
+            if entry.file_type().map_err(|e| file_error(&entry.path(), e))?.is_dir() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The state last saved; None before the plan is.
@@ -165,7 +184,7 @@ mod tests {
         write_atomic(&path, b"short", OWNER_ONLY).unwrap();
         assert!(journal.load::<u32>().is_err());
         // A second journal in the same folder, or one planted as a link: refused.
-        assert!(Journal::create(&dir).is_err());
+        assert!(Journal::create(&dir).unwrap_err().to_string().contains("already exists: continue the search"));
         std::os::unix::fs::symlink(&dir, tmp.path().join("link")).unwrap();
         assert!(Journal::open(tmp.path().join("link")).unwrap_err().to_string().contains("link"));
         journal.remove().unwrap();

@@ -1,0 +1,73 @@
+//! The library's accounted search with real runs (the example's candidates): its epsilon equals
+//! the one recomputed from the ledgers its candidates' runs recorded, and a candidate that
+//! trains other than the privacy it was handed (here three times the epochs) stops the search
+//! before its score is used.
+
+#[path = "../examples/accounted_search.rs"]
+#[allow(dead_code)]
+mod example;
+
+use dp_accounting::repeat_and_select::Repetitions;
+use dp_accounting::search::search_privacy;
+use dp_accounting::{DpEvent, Guarantee, PrivacyLedger};
+use dp_run::search::{Journal, Score, SearchSettings, search};
+use std::sync::atomic::AtomicBool;
+
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+/// Learning rates at one lot size: every candidate one training shape.
+const GRID: [(f64, usize); 3] = [(0.1, 100), (0.5, 100), (2.0, 100)];
+
+fn settings(seed: u64) -> SearchSettings {
+    SearchSettings {
+        repetitions: Repetitions::TruncatedNegativeBinomial { shape: 1.0, mean: 3.0 },
+        target_epsilon: 2.0,
+        delta: 1e-5,
+        score: Score::Private { noise_multiplier: 10.0, held_out: 500 },
+        seed: Some(seed),
+    }
+}
+
+#[test]
+fn the_searchs_epsilon_is_the_one_its_candidates_ledgers_give() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A seed that draws K > 1 (K is the number of times the closure is called).
+    for seed in 1..20 {
+        let journal = Journal::create(tmp.path().join(format!("s{seed}"))).unwrap();
+        let mut ledgers: Vec<PrivacyLedger> = Vec::new();
+        let out = search(&GRID, example::privacy, example::EXAMPLES, &settings(seed), &journal, |c| {
+            let trained = example::candidate(c, &journal, &NEVER)?;
+            ledgers.push(trained.run.ledger().clone());
+            Ok(trained)
+        })
+        .unwrap();
+        if ledgers.len() < 2 {
+            continue;
+        }
+        assert_eq!(out.privacy.guarantee, Guarantee::Certified);
+        assert!(ledgers.iter().all(|l| *l == ledgers[0]), "one shape, one calibrated noise: equal ledgers");
+        let candidate =
+            DpEvent::Composed { events: vec![ledgers[0].event(), DpEvent::Gaussian { noise_multiplier: 10.0 }] };
+        let recomputed = search_privacy(candidate, settings(seed).repetitions, 1e-5).unwrap();
+        let close = (recomputed.epsilon - out.privacy.epsilon).abs() <= 1e-12 * out.privacy.epsilon;
+        assert!(close, "seed {seed}: {recomputed} vs {}", out.privacy);
+        assert!(out.privacy.epsilon <= 2.0);
+        return;
+    }
+    panic!("no seed in 1..20 drew more than one candidate");
+}
+
+#[test]
+fn a_candidate_that_trains_longer_than_it_was_handed_stops_the_search() {
+    let tmp = tempfile::tempdir().unwrap();
+    let journal = Journal::create(tmp.path().join("s")).unwrap();
+    let err = search(&GRID, example::privacy, example::EXAMPLES, &settings(3), &journal, |mut c| {
+        // The user's own settings instead of the search's: three times the epochs accounted.
+        c.privacy = c.privacy.with_epochs(6.0);
+        example::candidate(c, &journal, &NEVER)
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("120 steps where the search accounted 40") && err.contains("does not cover it"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+}
