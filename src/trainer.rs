@@ -16,8 +16,8 @@ use dp_engine::optimizer::optimizer;
 use dp_engine::scatter_net::ScatterNet;
 use dp_engine::step::batching::Batching;
 use dp_engine::weights::load_weights;
-use dp_run::model_file::provenance;
 use dp_run::prelude::*;
+use dp_run::provenance::provenance;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 

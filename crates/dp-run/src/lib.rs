@@ -35,7 +35,9 @@ pub mod curves;
 pub mod folder;
 pub mod interrupt;
 pub mod model_file;
+pub mod model_seal;
 pub mod owner_key;
+pub mod provenance;
 pub mod seal;
 pub mod search;
 

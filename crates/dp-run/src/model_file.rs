@@ -2,91 +2,27 @@
 //! run folder, in PyTorch's names and layouts (`dp_engine::weights`), with the run's report in
 //! its metadata (epsilon, delta, accountant, guarantee label, mechanism, steps, noise, sampling
 //! rate, model, and which parameters: the average or the last iterate), sealed with the weights
-//! it describes under the owner's key ([`crate::owner_key`]): anybody can write a file's
+//! it describes under the owner's key ([`crate::model_seal`]): anybody can write a file's
 //! metadata, so a report is believed (its `certified` shown) only where its seal verifies. The
 //! run's keys are never in it. [`export`] copies it elsewhere with its tensors renamed to a user's
-//! own names; [`provenance`] says what a file given to `--init-from` is.
+//! own names; [`crate::provenance`] says what a file given to `--init-from` is.
 
 use crate::folder::keys::KEY_FILE;
-use crate::folder::{MODEL_FILE, REPORT_FILE, sha256_hex};
+use crate::folder::{MODEL_FILE, REPORT_FILE};
+use crate::model_seal::{SEAL_KEY, Tensors, contents, serialized, verified, with_seal};
 use crate::owner_key::OwnerKey;
 use crate::report::RunReport;
-use crate::seal::{seal, verifies};
 use burn::module::Module;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, read_regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use dp_engine::weights::{MAX_WEIGHTS_FILE, Rename, save_weights};
 use regex::Regex;
-use safetensors::SafeTensors;
-use safetensors::tensor::TensorView;
-use serde::Serialize;
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// What the metadata says the file is.
 const FORMAT: &str = "dptrain model 1";
-/// The metadata key of the report's seal (hex HMAC-SHA256 under the owner's key).
-const SEAL_KEY: &str = "report_seal";
 /// The safetensors format's own key in a header: no tensor may take it.
 const FORMAT_KEY: &str = "__metadata__";
-
-/// SHA-256 of what a seal covers: the metadata but the seal (in key order) and every tensor in
-/// name order (name, dtype, shape, bytes), each part length-prefixed.
-fn sealed_digest(metadata: &HashMap<String, String>, tensors: &Tensors<'_>) -> [u8; 32] {
-    let mut h = Sha256::new();
-    let mut part = |bytes: &[u8]| {
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
-    };
-    let sorted: BTreeMap<&String, &String> = metadata.iter().filter(|(k, _)| *k != SEAL_KEY).collect();
-    for (k, v) in sorted {
-        part(k.as_bytes());
-        part(v.as_bytes());
-    }
-    let mut order: Vec<&(String, TensorView<'_>)> = tensors.iter().collect();
-    order.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, view) in order {
-        part(name.as_bytes());
-        part(format!("{:?}", view.dtype()).as_bytes());
-        part(&view.shape().iter().flat_map(|d| (*d as u64).to_le_bytes()).collect::<Vec<u8>>());
-        part(view.data());
-    }
-    h.finalize().into()
-}
-
-/// `metadata` with the seal of it and `tensors` under `key`.
-fn with_seal(mut metadata: HashMap<String, String>, tensors: &Tensors<'_>, key: &OwnerKey) -> HashMap<String, String> {
-    let tag = seal(key.secret(), &[&sealed_digest(&metadata, tensors)]);
-    metadata.insert(SEAL_KEY.into(), hex::encode(tag));
-    metadata
-}
-
-/// Whether `metadata`'s report is sealed with `tensors` under the owner's `key`.
-fn verified(metadata: &HashMap<String, String>, tensors: &Tensors<'_>, key: Option<&OwnerKey>) -> bool {
-    let tag = metadata.get(SEAL_KEY).and_then(|t| hex::decode(t).ok());
-    match (key, tag) {
-        (Some(key), Some(tag)) => verifies(key.secret(), &[&sealed_digest(metadata, tensors)], &tag),
-        _ => false,
-    }
-}
-
-/// A model file's tensors, by name.
-type Tensors<'b> = Vec<(String, TensorView<'b>)>;
-
-/// A model file's tensors and metadata, read from `bytes` (of `path`).
-fn contents<'b>(bytes: &'b [u8], path: &Path) -> Result<(Tensors<'b>, HashMap<String, String>)> {
-    let bad = |e: &dyn std::fmt::Display| EngineError::from(file_error(path, e.to_string()));
-    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| bad(&e))?;
-    let metadata = header.metadata().clone().unwrap_or_default();
-    let tensors = SafeTensors::deserialize(bytes).map_err(|e| bad(&e))?.tensors();
-    Ok((tensors, metadata))
-}
-
-/// `tensors` with `metadata` as a safetensors file.
-fn serialized(tensors: Tensors<'_>, metadata: HashMap<String, String>, path: &Path) -> Result<Vec<u8>> {
-    safetensors::serialize(tensors, Some(metadata)).map_err(|e| file_error(path, e.to_string()).into())
-}
 
 /// The report's fields as the file's metadata: every field but the folder's paths, numbers and
 /// labels as their JSON text, the report's privacy under the same keys as report.json.
@@ -115,48 +51,6 @@ pub(crate) fn write<M: Module>(dir: &Path, model: &M, report: &RunReport, averag
     let metadata = with_seal(metadata, &tensors, &key);
     write_atomic(&path, &serialized(tensors, metadata, &path)?, PUBLIC)?;
     Ok(())
-}
-
-/// What a model file given as a run's initial weights is: its digest and, where its report's
-/// seal verifies under this user's owner key, that report (a model trained before on the same
-/// private data spends it again: the new run's report shows which).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Provenance {
-    /// The file.
-    pub file: PathBuf,
-    /// SHA-256 (hex) of its bytes.
-    pub sha256: String,
-    /// Its report, when sealed under this user's key (None: none, or none that verifies).
-    pub report: Option<BTreeMap<String, String>>,
-}
-
-impl Provenance {
-    /// The report's caveat about a run started from this file.
-    pub fn note(&self) -> String {
-        let what = match &self.report {
-            Some(r) => format!(
-                "a model whose sealed report says epsilon {} ({})",
-                r.get("epsilon").map_or("infinite", String::as_str),
-                r.get("guarantee").map_or("?", String::as_str)
-            ),
-            None => "weights with no report that verifies under this user's owner key".into(),
-        };
-        format!(
-            "initial weights from {} (sha256 {}): {what}; a model trained on the same private data spends it again, which this run's epsilon does not count",
-            self.file.display(),
-            self.sha256
-        )
-    }
-}
-
-/// The provenance of the weights file `path` (any safetensors file: a PyTorch one carries no
-/// report).
-pub fn provenance(path: &Path) -> Result<Provenance> {
-    let bytes = read_regular(path, MAX_WEIGHTS_FILE)?;
-    let (tensors, metadata) = contents(&bytes, path)?;
-    let report = verified(&metadata, &tensors, OwnerKey::load()?.as_ref())
-        .then(|| metadata.into_iter().filter(|(k, _)| k != SEAL_KEY).collect());
-    Ok(Provenance { file: path.to_path_buf(), sha256: sha256_hex(&bytes), report })
 }
 
 /// What [`export`] wrote.

@@ -1,6 +1,6 @@
 //! The final report of a run's session, written to its folder's report.json.
 
-use crate::model_file::Provenance;
+use crate::provenance::Provenance;
 use dp_accounting::{PrivacyLedger, PrivacyReport};
 use dp_engine::canaries::RunAudit;
 use serde::Serialize;

@@ -7,7 +7,7 @@ use crate::curves;
 use crate::event::Event;
 use crate::folder::lock::RunLock;
 use crate::folder::{self, METRICS_FILE, PLOT_FILE, sha256_hex};
-use crate::model_file::Provenance;
+use crate::provenance::Provenance;
 use crate::report::RunReport;
 use crate::session::Session;
 use burn::module::Module;
