@@ -107,7 +107,8 @@ def environment(c):
 
 def selftest(c):
     out = {}
-    for device in c.args.devices:
+    # auto too: the time it takes to open is its smoke run of the first GPU that passes (issue 51).
+    for device in [*c.args.devices, "auto"]:
         seconds, run = c.dptrain(["selftest", "--device", device, "--json"])
         try:
             report = json.loads(run.stdout)
@@ -224,11 +225,15 @@ def markdown(r):
     phases = {name: p for name, p in r["phases"].items() if "error" not in p}
     lines += [f"- phase {name} failed: {p['error']}" for name, p in r["phases"].items() if "error" in p]
     if "selftest" in phases:
-        lines += ["", "## selftest", "", "| device | checks | failed | wall time (s) |", "|---|---|---|---|"]
+        lines += ["", "## selftest", "", "| device | checks | failed | wall time (s) | opened in (s): auto's smoke run |",
+                  "|---|---|---|---|---|"]
         failures = []
         for device, s in phases["selftest"].items():
+            chosen = [t["device"] for t in s.get("tried", []) if t.get("outcome") == "chosen"]
+            seconds = s.get("open_seconds")
+            opened = (f"{seconds:.2f}" if isinstance(seconds, (int, float)) else "-") + (f" (chose {chosen[0]})" if chosen else "")
             lines.append(f"| {device} | {len(s.get('checks', []))} | {s.get('failed', s.get('error'))} "
-                         f"| {s['wall_seconds']} |")
+                         f"| {s['wall_seconds']} | {opened} |")
             failures += [f"- {device} FAILED {c['check']}" for c in s.get("checks", []) if not c["passed"]]
         lines += [""] + failures if failures else []
     if "side-by-side" in phases:

@@ -292,7 +292,8 @@ fn trained(
         Some(p) => run.with_initial_weights(p),
         None => run,
     };
-    run.with_schedule(config.lr_schedule)
+    run.with_device_choice(device.tried.clone())
+        .with_schedule(config.lr_schedule)
         .with_batch_size(config.batch_size)
         .with_options(RunOptions { checkpoint_every: config.checkpoint_every, average: config.ema, ..session.options })
         .with_settings(&TrainConfig { seed: None, ..config.clone() })?

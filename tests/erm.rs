@@ -22,6 +22,11 @@ fn write_table(dir: &Path, n: usize, classes: usize) -> String {
     path.display().to_string()
 }
 
+/// `dptrain audit` of the two-class `table`, then `rest`.
+fn audit_args<'a>(table: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    [&["audit", "--dataset", table, "--classes", "class0,class1"][..], rest].concat()
+}
+
 fn run_json(args: &[&str]) -> Value {
     let out = dptrain(args);
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
@@ -235,17 +240,7 @@ fn bad_input_gives_one_line_errors() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{extra:?}: {stderr}");
     }
     // An absurd audit is refused from arithmetic, before its canaries are allocated.
-    let o = dptrain(&[
-        "audit",
-        "--dataset",
-        &good,
-        "--classes",
-        "class0,class1",
-        "--mechanism",
-        "output",
-        "--canaries",
-        "100000000",
-    ]);
+    let o = dptrain(&audit_args(&good, &["--mechanism", "output", "--canaries", "100000000"]));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && stderr.contains("canaries"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
@@ -259,9 +254,7 @@ fn audits_bound_dp_sgd_below_its_certificate_and_non_private_training_far_above(
     let dir = tempfile::tempdir().unwrap();
     let table = write_table(dir.path(), 100, 2);
     let audit = |mechanism: &str, canary: &str| -> Value {
-        let args =
-            ["audit", "--dataset", &table, "--classes", "class0,class1", "--mechanism", mechanism, "--canary", canary];
-        let args = [&args[..], &["--epsilons", "2"]].concat();
+        let args = audit_args(&table, &["--mechanism", mechanism, "--canary", canary, "--epsilons", "2"]);
         let rest = ["--canaries", "2000", "--sample-rate", "1", "--repeats", "3", "--seed", "4", "--json"];
         run_json(&args.iter().chain(&rest).copied().collect::<Vec<_>>())
     };
@@ -285,17 +278,7 @@ fn audits_bound_dp_sgd_below_its_certificate_and_non_private_training_far_above(
         assert!(run["epsilon"].as_f64().unwrap() > 4.0, "{run}");
     }
     // White-box canaries exist only inside DP-SGD.
-    let out = dptrain(&[
-        "audit",
-        "--dataset",
-        &table,
-        "--classes",
-        "class0,class1",
-        "--mechanism",
-        "input",
-        "--canary",
-        "white-box",
-    ]);
+    let out = dptrain(&audit_args(&table, &["--mechanism", "input", "--canary", "white-box"]));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("white-box"));
 }
@@ -305,18 +288,7 @@ fn many_run_audits_refute_dbdp_if_at_epsilon_7_and_respect_certificates() {
     let dir = tempfile::tempdir().unwrap();
     let table = write_table(dir.path(), 100, 2);
     let audit = |mechanism: &str, epsilons: &str, runs: &str, extra: &[&str]| -> Value {
-        let args = [
-            "audit",
-            "--dataset",
-            &table,
-            "--classes",
-            "class0,class1",
-            "--mechanism",
-            mechanism,
-            "--epsilons",
-            epsilons,
-        ];
-        let args = [&args[..], &["--many-runs", runs]].concat();
+        let args = audit_args(&table, &["--mechanism", mechanism, "--epsilons", epsilons, "--many-runs", runs]);
         let rest = ["--c1", "1e5", "--seed", "5", "--json"];
         run_json(&args.iter().chain(&rest).chain(extra).copied().collect::<Vec<_>>())
     };

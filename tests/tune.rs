@@ -180,16 +180,23 @@ fn nothing_a_search_prints_or_leaves_tells_its_number_of_candidates() {
     assert_eq!(names(&out_a), names(&out_b), "the same files left");
 }
 
-#[test]
-fn a_search_whose_state_was_deleted_is_not_started_again_over_its_candidates() {
-    let (tmp, data) = temp_with_dataset(400);
-    let s = space(tmp.path(), &data, "learning_rate = [0.5, 1.0]\nepochs = [15.0]");
-    let out = tmp.path().join("o");
+/// A search of 4 candidates (seed 2) on `data` into `tmp/o`, killed once a candidate wrote a
+/// checkpoint: its space file and folder.
+fn killed_search(tmp: &Path, data: &Path) -> (String, std::path::PathBuf) {
+    let s = space(tmp, data, "learning_rate = [0.5, 1.0]\nepochs = [15.0]");
+    let out = tmp.join("o");
     let o = out.to_str().unwrap();
     let args =
         ["tune", "--space", &s, "--device", "cpu", "--out-dir", o, "--score-noise", "5", "--target-epsilon", "4"];
     let stop = stopped(&[&args[..], &["--candidates", "4", "--seed", "2"]].concat(), &out, "-KILL");
     assert!(!stop.status.success());
+    (s, out)
+}
+
+#[test]
+fn a_search_whose_state_was_deleted_is_not_started_again_over_its_candidates() {
+    let (tmp, data) = temp_with_dataset(400);
+    let (s, out) = killed_search(tmp.path(), &data);
     std::fs::remove_file(out.join("search-state/search.json")).unwrap();
     let resume = tune(&s, &out, &["--target-epsilon", "4", "--resume", "--candidates", "4", "--seed", "2"]);
     one_line_error(&resume, "not its state");
@@ -199,13 +206,7 @@ fn a_search_whose_state_was_deleted_is_not_started_again_over_its_candidates() {
 #[test]
 fn a_search_resumed_on_other_training_data_is_refused() {
     let (tmp, data) = temp_with_dataset(400);
-    let s = space(tmp.path(), &data, "learning_rate = [0.5, 1.0]\nepochs = [15.0]");
-    let out = tmp.path().join("o");
-    let o = out.to_str().unwrap();
-    let args =
-        ["tune", "--space", &s, "--device", "cpu", "--out-dir", o, "--score-noise", "5", "--target-epsilon", "4"];
-    let stop = stopped(&[&args[..], &["--candidates", "4", "--seed", "2"]].concat(), &out, "-KILL");
-    assert!(!stop.status.success());
+    let (s, out) = killed_search(tmp.path(), &data);
     // As many training images, other ones: the plan was drawn for the data it was drawn on.
     images(&data, "train", 400, 28, 28, 7);
     let resume = tune(&s, &out, &["--target-epsilon", "4", "--resume", "--candidates", "4", "--seed", "2"]);

@@ -1,7 +1,10 @@
 //! Choosing the device at run time: Burn's flex CPU backend (`cpu`), the deprecated ndarray
 //! backend kept as the oracle tests' reference (`ndarray`), wgpu (a real GPU, or Mesa's
 //! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path), or
-//! CUDA in a build with the `cuda` feature (an NVIDIA GPU; `auto` prefers it there).
+//! CUDA in a build with the `cuda` feature (an NVIDIA GPU; `auto` prefers it there). Opening a
+//! device is not running on it: `auto` takes a GPU only once it passed a smoke run of the
+//! engine's own kernels (the prover given to [`DeviceChoice::open_with`]; dp-engine's
+//! `OpenDevice::open` gives its self-test's), else goes on to the next device.
 
 use burn::backend::DispatchDevice;
 use burn::tensor::Device;
@@ -11,8 +14,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceChoice {
-    /// CUDA where this build has it and an NVIDIA device opens, else wgpu when a real GPU adapter
-    /// exists, else the CPU.
+    /// CUDA where this build has it and an NVIDIA device opens and passes its smoke run, else
+    /// wgpu where a real GPU adapter does, else the CPU.
     Auto,
     /// The CPU through Burn's flex backend (im2col + the `gemm` crate, SIMD, rayon).
     Cpu,
@@ -40,6 +43,69 @@ pub struct SelectedDevice {
     pub name: String,
     /// True when wgpu runs on real GPU hardware (not a software rasteriser).
     pub hardware: bool,
+    /// How `auto` came to this device: each device it tried, in order (empty for a device named).
+    pub tried: Vec<Trial>,
+}
+
+/// A device `auto` tried, and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trial {
+    /// The device, as `auto` names it.
+    pub device: String,
+    /// True when it opened (a device that does not open is no news: most machines have no GPU).
+    pub opened: bool,
+    /// `chosen`, or why it was passed over.
+    pub outcome: String,
+}
+
+impl Trial {
+    /// True for a device that opened and was passed over: the one line a run prints about it.
+    pub fn passed_over(&self) -> bool {
+        self.opened && self.outcome != CHOSEN
+    }
+
+    /// The line a run prints about a device passed over.
+    pub fn line(&self) -> String {
+        format!("device {} passed over: {}", self.device, self.outcome)
+    }
+}
+
+/// The outcome of the device `auto` took.
+pub const CHOSEN: &str = "chosen";
+
+/// A device `auto` may take: its name and how it opens.
+#[derive(Debug, Clone, Copy)]
+pub struct AutoCandidate {
+    /// Its name in the report.
+    pub name: &'static str,
+    /// Opens it, or says why not.
+    pub open: fn() -> Result<SelectedDevice, DeviceError>,
+}
+
+/// `auto`'s candidates in order: CUDA, then a hardware wgpu adapter. The CPU is taken when none
+/// opens and passes its smoke run.
+pub const AUTO: [AutoCandidate; 2] =
+    [AutoCandidate { name: "cuda", open: open_cuda }, AutoCandidate { name: "wgpu", open: || open_wgpu()?.hardware() }];
+
+/// The first of `candidates` that opens and passes `prove` (a smoke run of the engine's kernels
+/// on it), else the CPU; with every device tried and why it was taken or passed over.
+pub fn auto(candidates: &[AutoCandidate], prove: &dyn Fn(&SelectedDevice) -> Result<(), String>) -> SelectedDevice {
+    let mut tried = Vec::new();
+    for candidate in candidates {
+        let (opened, outcome) = match (candidate.open)() {
+            Err(e) => (false, format!("not taken: {}", e.0)),
+            Ok(device) => match prove(&device) {
+                Ok(()) => {
+                    tried.push(Trial { device: candidate.name.into(), opened: true, outcome: CHOSEN.into() });
+                    return SelectedDevice { tried, ..device };
+                }
+                Err(why) => (true, format!("{} failed its smoke run: {why}", device.name)),
+            },
+        };
+        tried.push(Trial { device: candidate.name.into(), opened, outcome });
+    }
+    tried.push(Trial { device: "cpu".into(), opened: true, outcome: CHOSEN.into() });
+    SelectedDevice { tried, ..cpu() }
 }
 
 /// Opens the default wgpu adapter and reports whether it is a physical GPU.
@@ -68,7 +134,7 @@ fn open_cuda() -> Result<SelectedDevice, DeviceError> {
 /// physical hardware, as far as the adapter says.
 fn cube(device: Device, backend: &'static str, identity: Option<(String, bool)>) -> SelectedDevice {
     let (name, hardware) = identity.unwrap_or_else(|| ("unknown adapter".into(), false));
-    SelectedDevice { device, backend, name, hardware }
+    SelectedDevice { device, backend, name, hardware, tried: Vec::new() }
 }
 
 /// "cuda" for a CUDA device, else "wgpu" (the build's only other CubeCL runtime).
@@ -94,6 +160,7 @@ pub fn cpu() -> SelectedDevice {
         backend: "cpu",
         name: format!("flex on {} threads", threads()),
         hardware: false,
+        tried: Vec::new(),
     }
 }
 
@@ -106,18 +173,23 @@ pub fn ndarray() -> SelectedDevice {
         backend: "ndarray",
         name: format!("ndarray on {} threads", threads()),
         hardware: false,
+        tried: Vec::new(),
     }
 }
 
 impl DeviceChoice {
-    /// Opens the chosen device.
-    pub fn open(self) -> Result<SelectedDevice, DeviceError> {
+    /// Opens the chosen device: a named one as it is (one that does not open is an error that
+    /// says why); `auto` the first of [`AUTO`] that opens and passes `prove`, else the CPU.
+    pub fn open_with(
+        self,
+        prove: &dyn Fn(&SelectedDevice) -> Result<(), String>,
+    ) -> Result<SelectedDevice, DeviceError> {
         match self {
             DeviceChoice::Cpu => Ok(cpu()),
             DeviceChoice::Ndarray => Ok(ndarray()),
             DeviceChoice::Wgpu => open_wgpu(),
             DeviceChoice::Cuda => open_cuda(),
-            DeviceChoice::Auto => Ok(open_cuda().or_else(|_| open_wgpu()?.hardware()).unwrap_or_else(|_| cpu())),
+            DeviceChoice::Auto => Ok(auto(&AUTO, prove)),
         }
     }
 }
@@ -157,6 +229,28 @@ impl SelectedDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_takes_the_first_device_that_opens_and_passes_its_smoke_run() {
+        let closed = AutoCandidate { name: "closed", open: || Err(DeviceError("no driver".into())) };
+        let failing = AutoCandidate { name: "failing", open: || Ok(ndarray()) };
+        let proving = AutoCandidate { name: "proving", open: || Ok(ndarray()) };
+        let prove = |d: &SelectedDevice| match d.backend {
+            "ndarray" => Err("the noise's mean is off".to_string()),
+            _ => Ok(()),
+        };
+        let chosen = auto(&[closed, failing], &prove);
+        assert_eq!(chosen.backend, "cpu", "neither proved itself: the CPU");
+        let outcomes: Vec<(&str, bool, &str)> =
+            chosen.tried.iter().map(|t| (t.device.as_str(), t.opened, t.outcome.as_str())).collect();
+        assert_eq!(outcomes[0], ("closed", false, "not taken: no driver"));
+        assert!(outcomes[1].2.ends_with("failed its smoke run: the noise's mean is off"), "{outcomes:?}");
+        assert_eq!(outcomes[2], ("cpu", true, CHOSEN));
+        let printed: Vec<&str> = chosen.tried.iter().filter(|t| t.passed_over()).map(|t| t.device.as_str()).collect();
+        assert_eq!(printed, ["failing"], "only a device that opened and failed is told of");
+        let chosen = auto(&[closed, proving], &|_| Ok(()));
+        assert_eq!((chosen.backend, chosen.tried.last().map(|t| t.device.as_str())), ("ndarray", Some("proving")));
+    }
 
     /// A Burn device a user holds maps to the backend it runs on, autodiff or not.
     #[test]

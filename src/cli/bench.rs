@@ -108,7 +108,7 @@ fn name(m: MechanismName) -> String {
 
 /// Runs `dptrain bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
-    let device = args.device.open()?;
+    let device = super::device::open(args.device)?;
     let mechanisms: Vec<MechanismName> = match &args.mechanisms {
         Some(list) => list
             .split(',')

@@ -1,6 +1,7 @@
 //! `dptrain erm`: the DP-ERM experiment of Kang et al.'s two papers on a CSV table: every method at
 //! every epsilon, repeated, as a table (terminal, CSV, JSON) and two SVG plots.
 
+use super::device::open;
 use super::progress::Progress;
 use super::table_args::{SettingsArgs, TableArgs};
 use anyhow::{Context, Result, bail};
@@ -184,10 +185,10 @@ fn estimate(problem: &Problem, experiment: &Experiment<'_>) {
 fn compute(device: &str) -> Result<Compute> {
     Ok(match device {
         "host" => Compute::Host,
-        "cpu" => Compute::Device(DeviceChoice::Cpu.open()?),
-        "wgpu" => Compute::Device(DeviceChoice::Wgpu.open()?),
-        "cuda" => Compute::Device(DeviceChoice::Cuda.open()?),
-        _ => match DeviceChoice::Auto.open()? {
+        "cpu" => Compute::Device(open(DeviceChoice::Cpu)?),
+        "wgpu" => Compute::Device(open(DeviceChoice::Wgpu)?),
+        "cuda" => Compute::Device(open(DeviceChoice::Cuda)?),
+        _ => match open(DeviceChoice::Auto)? {
             gpu if gpu.hardware => Compute::Device(gpu),
             _ => Compute::Host,
         },

@@ -6,6 +6,7 @@ mod audit;
 mod bench;
 mod calibrate;
 mod data;
+mod device;
 mod enum_arg;
 mod erm;
 mod export;

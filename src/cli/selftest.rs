@@ -35,7 +35,9 @@ pub struct SelftestArgs {
 /// Runs `dptrain selftest`.
 pub fn run(args: SelftestArgs) -> Result<()> {
     let started = Instant::now();
-    let device = args.device.open()?;
+    let device = super::device::open(args.device)?;
+    // With `auto`, the smoke run of each GPU it tried (docs/BENCHMARKS.md, "The GPU check").
+    let open_seconds = started.elapsed().as_secs_f64();
     let device_name = format!("{} ({})", device.backend, device.name);
     if !args.json {
         println!("selftest on {device_name}");
@@ -55,7 +57,11 @@ pub fn run(args: SelftestArgs) -> Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         let rows: Vec<_> = checks.iter().map(|c| json!({"check": c, "passed": c.passed()})).collect();
-        println!("{}", json!({"device": device_name, "checks": rows, "failed": failed, "seconds": seconds}));
+        let tried = &device.tried;
+        println!(
+            "{}",
+            json!({"device": device_name, "checks": rows, "failed": failed, "seconds": seconds, "open_seconds": open_seconds, "tried": tried})
+        );
     } else {
         println!("{} of {} checks passed in {seconds:.1} s", checks.len() - failed, checks.len());
     }

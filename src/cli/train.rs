@@ -524,7 +524,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             config.out_dir.display()
         );
     }
-    let device = config.device.open()?;
+    let device = super::device::open(config.device)?;
     let progress = Progress::new(Some(0), "steps");
     let mut shown = Shown { progress: &progress, evaluated_on: config.evaluated_on(), last_privacy: String::new() };
     let audit = args.audit_canaries.map(|canaries| AuditRequest { canaries, confidence: args.audit_confidence });

@@ -117,7 +117,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         keep_state: args.keep_state,
         interrupt: Some(interrupt::install()),
     };
-    let device = args.device.open()?;
+    let device = super::device::open(args.device)?;
     // Only the time: the candidates' count and scores are not shown (they would reveal K). The
     // message appears once the first candidate starts: a refusal before it is one line.
     let progress = Progress::new(None, "");

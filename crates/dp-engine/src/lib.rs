@@ -68,3 +68,4 @@ pub use dp_kernels::{backend, clipping, noise, tensor_io};
 
 pub use backend::{DeviceChoice, SelectedDevice};
 pub use error::{EngineError, Result};
+pub use selftest::OpenDevice;

@@ -22,6 +22,7 @@ pub use crate::nn::{
 };
 pub use crate::privacy_config::PrivacyConfig;
 pub use crate::privacy_engine::PrivacyEngine;
+pub use crate::selftest::OpenDevice;
 pub use crate::step::dataset_lots::DatasetLots;
 pub use crate::step::lot::{ExampleLosses, LotSource, evaluate};
 pub use crate::weights::{load_weights, save_weights};

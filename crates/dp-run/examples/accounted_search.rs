@@ -12,7 +12,7 @@
 
 #[path = "resumable_run.rs"]
 #[allow(dead_code)]
-mod resumable;
+pub mod resumable;
 
 use burn::optim::SgdConfig;
 use dp_accounting::repeat_and_select::Repetitions;

@@ -2,6 +2,7 @@
 
 use crate::provenance::Provenance;
 use dp_accounting::{PrivacyLedger, PrivacyReport};
+use dp_engine::backend::Trial;
 use dp_engine::canaries::RunAudit;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -30,6 +31,9 @@ pub struct RunReport {
     pub sample_rate: f64,
     /// Device.
     pub device: String,
+    /// How `auto` chose it: each device tried, and why it was taken or passed over (empty for a
+    /// device named).
+    pub device_tried: Vec<Trial>,
     /// Model ([`crate::Run::describe`]).
     pub model: String,
     /// Mechanism.
@@ -80,6 +84,7 @@ impl RunReport {
             noise_multiplier: None,
             sample_rate: 0.0,
             device: String::new(),
+            device_tried: Vec::new(),
             model: String::new(),
             mechanism: String::new(),
             trained_parameters: Vec::new(),

@@ -19,7 +19,7 @@ use crate::step_loop::{Position, StepLoop};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use dp_engine::backend::SelectedDevice;
+use dp_engine::backend::{SelectedDevice, Trial};
 use dp_engine::dp_optimizer::DpOptimizer;
 use dp_engine::error::{EngineError, Result};
 use dp_engine::lr_schedule::LrSchedule;
@@ -73,6 +73,7 @@ impl<'a, M: Module> Run<'a, M> {
             options: RunOptions::default(),
             names: ("model".into(), "test".into()),
             initial_weights: None,
+            device_tried: Vec::new(),
         };
         Self { session, batch_size: 256, settings: String::new(), observe: Box::new(|_| {}) }
     }
@@ -111,10 +112,17 @@ impl<'a, M: Module> Run<'a, M> {
     }
 
     /// Records in the report where the model's initial weights came from
-    /// ([`crate::model_file::provenance`]): a model trained before on the same private data
+    /// ([`crate::provenance::provenance`]): a model trained before on the same private data
     /// spends it again, which this run's epsilon does not count.
     pub fn with_initial_weights(mut self, provenance: Provenance) -> Self {
         self.session.initial_weights = Some(provenance);
+        self
+    }
+
+    /// Records in the report how `auto` chose the device (`SelectedDevice::tried`): each device
+    /// tried, and why it was taken or passed over.
+    pub fn with_device_choice(mut self, tried: Vec<Trial>) -> Self {
+        self.session.device_tried = tried;
         self
     }
 

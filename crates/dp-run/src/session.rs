@@ -4,6 +4,7 @@
 use crate::options::RunOptions;
 use crate::provenance::Provenance;
 use crate::run_folder::RunFolder;
+use dp_engine::backend::Trial;
 use dp_engine::error::Result;
 use dp_engine::lr_schedule::LrSchedule;
 use dp_engine::privacy_config::PrivacyConfig;
@@ -23,4 +24,6 @@ pub(crate) struct Session<'a, M> {
     pub(crate) names: (String, String),
     /// The file the model's initial weights came from, for the report.
     pub(crate) initial_weights: Option<Provenance>,
+    /// How `auto` chose the device, for the report.
+    pub(crate) device_tried: Vec<Trial>,
 }

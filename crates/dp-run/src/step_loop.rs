@@ -138,6 +138,7 @@ impl<M: Module> StepLoop<'_, '_, M> {
             noise_multiplier: dp.noise_multiplier(),
             sample_rate: dp.sample_rate(),
             device: format!("{} ({})", self.device.backend, self.device.name),
+            device_tried: run.device_tried.clone(),
             model: run.names.0.clone(),
             mechanism: run.privacy.mechanism.name().into(),
             trained_parameters: dp.table().params().iter().map(|p| p.path.clone()).collect(),

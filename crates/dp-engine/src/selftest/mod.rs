@@ -10,9 +10,13 @@ mod dp_step;
 pub mod naive;
 mod noise;
 mod patches;
+mod smoke;
 mod smoothing;
 mod solver;
 
+pub use smoke::smoke_run;
+
+use crate::backend::{DeviceChoice, DeviceError, SelectedDevice};
 use burn::tensor::{Device, Tensor};
 use serde::Serialize;
 
@@ -83,6 +87,19 @@ pub fn run_suite(suite: &Suite, device: &Device, tap: &dyn Tap) -> Vec<Check> {
 /// Every check of every suite on `device`.
 pub fn run(device: &Device, tap: &dyn Tap) -> Vec<Check> {
     SUITES.iter().flat_map(|suite| run_suite(suite, device, tap)).collect()
+}
+
+/// Opening a device the way a run should: `auto` proves a GPU with the smoke run before it
+/// takes it (a named device opens as it is).
+pub trait OpenDevice {
+    /// The device, `auto`'s proven (see [`smoke_run`]).
+    fn open(self) -> Result<SelectedDevice, DeviceError>;
+}
+
+impl OpenDevice for DeviceChoice {
+    fn open(self) -> Result<SelectedDevice, DeviceError> {
+        self.open_with(&|d| smoke_run(&d.device, &Untouched))
+    }
 }
 
 /// A device tensor's values on the host as f64, through the tap under `check`'s name.

@@ -1,16 +1,23 @@
-//! The library's accounted search with real runs (the example's candidates): its epsilon equals
-//! the one recomputed from the ledgers its candidates' runs recorded, and a candidate that
+//! The library with real runs. The accounted search (the example's candidates): its epsilon
+//! equals the one recomputed from the ledgers its candidates' runs recorded, and a candidate that
 //! trains other than the privacy it was handed (here three times the epochs) stops the search
-//! before its score is used.
+//! before its score is used. `auto`: a device that opens but fails its smoke run is passed over
+//! with one line, and the run completes on the next, its report saying why.
 
 #[path = "../examples/accounted_search.rs"]
 #[allow(dead_code)]
 mod example;
 
+use burn::optim::SgdConfig;
 use dp_accounting::repeat_and_select::Repetitions;
 use dp_accounting::search::search_privacy;
 use dp_accounting::{DpEvent, Guarantee, PrivacyLedger};
+use dp_engine::backend::{AutoCandidate, auto, cpu};
+use dp_engine::classifier::evaluate;
+use dp_engine::selftest::{Tap, smoke_run};
+use dp_run::prelude::*;
 use dp_run::search::{Journal, Score, SearchSettings, search};
+use example::resumable;
 use std::sync::atomic::AtomicBool;
 
 static NEVER: AtomicBool = AtomicBool::new(false);
@@ -70,4 +77,49 @@ fn a_candidate_that_trains_longer_than_it_was_handed_stops_the_search() {
     .to_string();
     assert!(err.contains("120 steps where the search accounted 40") && err.contains("does not cover it"), "{err}");
     assert_eq!(err.lines().count(), 1);
+}
+
+/// A device that computes something else: every output it gives is doubled.
+struct Off;
+
+impl Tap for Off {
+    fn output(&self, _check: &str, values: &mut [f64]) {
+        values.iter_mut().for_each(|v| *v *= 2.0);
+    }
+}
+
+#[test]
+fn auto_passes_over_a_device_that_fails_its_smoke_run_and_the_run_completes_on_the_next() {
+    // A device that opens (the CPU standing in for a GPU) and then fails its smoke run.
+    let planted = AutoCandidate { name: "planted-gpu", open: || Ok(cpu()) };
+    let chosen = auto(&[planted], &|d| smoke_run(&d.device, &Off));
+    let printed: Vec<String> =
+        chosen.tried.iter().filter(|t| t.passed_over()).map(|t| format!("note: {}", t.line())).collect();
+    assert_eq!(printed.len(), 1, "{printed:?}");
+    assert!(
+        printed[0].starts_with("note: device planted-gpu passed over: flex on")
+            && printed[0].contains("failed its smoke run: noise"),
+        "{}",
+        printed[0]
+    );
+    assert_eq!(chosen.tried.last().map(|t| t.device.as_str()), Some("cpu"));
+    // The same device, its outputs untouched, passes and is taken.
+    assert_eq!(auto(&[planted], &|d| smoke_run(&d.device, &dp_engine::selftest::Untouched)).tried.len(), 1);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let device = chosen.device.clone();
+    let (train, test) = (resumable::table(400, 0).unwrap(), resumable::table(100, 400).unwrap());
+    let privacy = PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(50).with_epochs(1.0);
+    let report =
+        Run::new(RunFolder::fresh(tmp.path().join("run"), Some(1)).unwrap(), privacy, 0.5, |m: &resumable::LogReg| {
+            evaluate(m, &test, &device)
+        })
+        .with_device_choice(chosen.tried.clone())
+        .train(resumable::LogReg::new(&device), SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)
+        .unwrap();
+    assert!(report.completed && report.device.starts_with("cpu"), "{}", report.device);
+    assert_eq!(report.device_tried, chosen.tried, "the report says what was tried and why");
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("run/report.json")).unwrap()).unwrap();
+    assert_eq!(written["device_tried"][0]["device"], "planted-gpu");
 }
