@@ -150,6 +150,7 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
     }
     let data = SharedData::load(&t.space, t, observe)?;
     let n = data.images.train.len();
+    // A range that would move a candidate's lot size, steps or held-out examples is refused.
     t.space.shapes(n)?;
     let digest = data.images.train.digest();
     let cells: Vec<Cell<'_>> =
@@ -168,13 +169,9 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
         &settings,
         &journal,
         |c| {
-            let (outcome, run, accuracy) = candidate(t, &c, &data, &journal, device, observe)?;
-            Ok(Trained {
-                value: outcome,
-                run,
-                correct: (accuracy * held_out as f64).round() as usize,
-                evaluated: held_out,
-            })
+            let (outcome, run) = candidate(t, &c, &data, &journal, device, observe)?;
+            let correct = (run.test_accuracy * held_out as f64).round() as usize;
+            Ok(Trained { value: outcome, run, correct, evaluated: held_out })
         },
     )?;
     finish(t, searched.chosen.map(|(_, outcome, score)| (outcome, score)), searched.privacy, journal)
@@ -182,8 +179,8 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
 
 /// Trains (or continues) candidate `c` on the search's `data` in its folder of the journal: a
 /// run with a checkpoint resumes (a finished one is only evaluated again), any other starts
-/// afresh (it took no step); gives its outcome, its run's report and its accuracy on the
-/// held-out examples.
+/// afresh (it took no step); gives its outcome and its run's report (whose accuracy is on the
+/// held-out examples).
 fn candidate(
     t: &Tune,
     c: &Candidate<'_, Cell<'_>>,
@@ -191,7 +188,7 @@ fn candidate(
     journal: &Journal,
     device: &SelectedDevice,
     observe: &mut dyn FnMut(Told<'_>),
-) -> Result<(Outcome, RunReport, f64)> {
+) -> Result<(Outcome, RunReport)> {
     let config = t.space.candidate(c.config.config, c.draw)?;
     let dir = journal.dir().join(c.name);
     let resume = occupied(&checkpoint_path(&dir));
@@ -213,8 +210,7 @@ fn candidate(
             t.out_dir.display()
         )));
     }
-    let held_out_accuracy = report.test_accuracy;
-    Ok((Outcome { name: c.name.to_string(), config, test_accuracy }, report, held_out_accuracy))
+    Ok((Outcome { name: c.name.to_string(), config, test_accuracy }, report))
 }
 
 /// The journal of the search in `out_dir`: the interrupted one's when `resume`, else a new one,
