@@ -145,8 +145,7 @@ fn config(table: toml::Table) -> Result<TrainConfig> {
 
 /// The training shape of `config` on `n` examples.
 pub fn shape(config: &TrainConfig, n: usize) -> Result<TrainingShape> {
-    let settings = config.privacy()?.settings;
-    Ok(TrainingShape { sample_rate: settings.lot_size as f64 / n.max(1) as f64, steps: settings.planned_steps(n)? })
+    config.privacy()?.settings.training_shape(n)
 }
 
 impl Space {

@@ -8,6 +8,7 @@ use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
 use crate::privacy::beside_claim;
 use crate::privacy_config::PrivacyConfig;
+use dp_accounting::search::TrainingShape;
 use dp_accounting::{LotSampling, PrivacyLedger, PrivacyReport};
 use dp_data::{ChaChaState, LotSampler, Sampling};
 
@@ -34,14 +35,7 @@ pub struct Plan {
 /// planned run would spend more than its target epsilon.
 pub fn plan(config: &PrivacyConfig, n: usize) -> Result<Plan> {
     let (mechanism, settings) = (config.mechanism.as_ref(), &config.settings);
-    if settings.lot_size > n {
-        return Err(EngineError::invalid(
-            "lot size",
-            format!("{} exceeds the {n} training examples", settings.lot_size),
-        ));
-    }
-    let sample_rate = settings.lot_size as f64 / n as f64;
-    let planned_steps = settings.planned_steps(n)?;
+    let TrainingShape { sample_rate, steps: planned_steps } = settings.training_shape(n)?;
     let z = mechanism.noise_multiplier(settings, sample_rate, planned_steps)?;
     let mut ledger = PrivacyLedger::new();
     ledger.record_event(mechanism.step_event(z, sample_rate, settings.sampling)?, planned_steps)?;

@@ -6,6 +6,7 @@
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
+use dp_accounting::search::TrainingShape;
 use dp_accounting::{Accountant, LotSampling};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -131,6 +132,21 @@ impl PrivacySettings {
             ));
         }
         Ok(steps as u64)
+    }
+
+    /// The training a run of these settings is on `n` examples: its sampling rate q = L / N and
+    /// its planned steps; refused when a lot would be empty or larger than the training set.
+    pub fn training_shape(&self, n: usize) -> Result<TrainingShape> {
+        if self.lot_size == 0 {
+            return Err(EngineError::invalid("lot size", "must be at least 1"));
+        }
+        if self.lot_size > n {
+            return Err(EngineError::invalid(
+                "lot size",
+                format!("{} exceeds the {n} training examples", self.lot_size),
+            ));
+        }
+        Ok(TrainingShape { sample_rate: self.lot_size as f64 / n as f64, steps: self.planned_steps(n)? })
     }
 
     /// Checks the values a run of a mechanism that is (`private`) or is not private needs.

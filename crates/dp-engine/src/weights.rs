@@ -160,24 +160,32 @@ fn check(result: &ApplyResult) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Writes `model`'s parameters to `path` as safetensors, in PyTorch's names and layouts after
-/// `renames` (the model's names to the file's), with `metadata` (string pairs).
+/// Writes `model`'s parameters to `path` as safetensors ([`weights_bytes`]).
 pub fn save_weights<M: Module>(
     model: &M,
     path: &Path,
     metadata: &[(String, String)],
     renames: &[Rename<'_>],
 ) -> Result<()> {
+    let bytes = weights_bytes(model, metadata, renames).map_err(|e| file_error(path, e))?;
+    Ok(write_atomic(path, &bytes, PUBLIC)?)
+}
+
+/// `model`'s parameters as a safetensors file, in PyTorch's names and layouts after `renames`
+/// (the model's names to the file's), with `metadata` (string pairs); what fails, in one line.
+pub fn weights_bytes<M: Module>(
+    model: &M,
+    metadata: &[(String, String)],
+    renames: &[Rename<'_>],
+) -> std::result::Result<Vec<u8>, String> {
     // Enum modules (a choice of architectures) leave no variant name in the tensors' names.
     let mut store = SafetensorsStore::from_bytes(None)
-        .remap(remapper(renames)?)
+        .remap(remapper(renames).map_err(|e| e.to_string())?)
         .skip_enum_variants(true)
         .with_to_adapter(DpTorchLayout(BurnToPyTorchAdapter));
     for (key, value) in metadata {
         store = store.metadata(key.clone(), value.clone());
     }
-    let failed = |e: &dyn std::fmt::Display| EngineError::from(file_error(path, e.to_string()));
-    model.save_into(&mut store).map_err(|e| failed(&e))?;
-    let bytes = store.get_bytes().map_err(|e| failed(&e))?;
-    Ok(write_atomic(path, &bytes, PUBLIC)?)
+    model.save_into(&mut store).map_err(|e| e.to_string())?;
+    store.get_bytes().map_err(|e| e.to_string())
 }

@@ -15,7 +15,7 @@ use crate::report::RunReport;
 use burn::module::Module;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, read_regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
-use dp_engine::weights::{MAX_WEIGHTS_FILE, Rename, save_weights};
+use dp_engine::weights::{MAX_WEIGHTS_FILE, Rename, weights_bytes};
 use regex::Regex;
 use std::path::{Path, PathBuf};
 
@@ -44,13 +44,16 @@ fn metadata(report: &RunReport, averaged: bool) -> Result<Vec<(String, String)>>
 /// never shown as certified.
 pub(crate) fn write<M: Module>(dir: &Path, model: &M, report: &RunReport, averaged: bool) -> Result<()> {
     let path = dir.join(MODEL_FILE);
-    save_weights(model, &path, &metadata(report, averaged)?, &[])?;
-    let Ok(key) = OwnerKey::load_or_create() else { return Ok(()) };
-    let bytes = read_regular(&path, MAX_WEIGHTS_FILE)?;
-    let (tensors, metadata) = contents(&bytes, &path)?;
-    let metadata = with_seal(metadata, &tensors, &key);
-    write_atomic(&path, &serialized(tensors, metadata, &path)?, PUBLIC)?;
-    Ok(())
+    let bytes = weights_bytes(model, &metadata(report, averaged)?, &[]).map_err(|e| file_error(&path, e))?;
+    let sealed = match OwnerKey::load_or_create() {
+        Ok(key) => {
+            let (tensors, metadata) = contents(&bytes, &path)?;
+            let metadata = with_seal(metadata, &tensors, &key);
+            serialized(tensors, metadata, &path)?
+        }
+        Err(_) => bytes,
+    };
+    Ok(write_atomic(&path, &sealed, PUBLIC)?)
 }
 
 /// What [`export`] wrote.

@@ -165,13 +165,10 @@ pub fn search<C: Clone + Serialize, T: Serialize + DeserializeOwned>(
 /// Poisson-sampled Gaussian release (not the baseline, shuffled lots or a paper's own bound).
 fn accounted_shape(index: usize, privacy: &PrivacyConfig, examples: usize) -> Result<TrainingShape> {
     let settings = &privacy.settings;
-    if settings.lot_size == 0 || settings.lot_size > examples {
-        return Err(EngineError::invalid(
-            "search space",
-            format!("configuration {index}: lots of {} from {examples} training examples", settings.lot_size),
-        ));
-    }
-    let sample_rate = settings.lot_size as f64 / examples as f64;
+    let shape = settings
+        .training_shape(examples)
+        .map_err(|e| EngineError::invalid("search space", format!("configuration {index}: {e}")))?;
+    let sample_rate = shape.sample_rate;
     let mechanism = privacy.mechanism.as_ref();
     let step = match mechanism.is_private() {
         true => mechanism.step_event(Some(1.0), sample_rate, settings.sampling)?,
@@ -191,7 +188,7 @@ fn accounted_shape(index: usize, privacy: &PrivacyConfig, examples: usize) -> Re
             ),
         ));
     }
-    Ok(TrainingShape { sample_rate, steps: settings.planned_steps(examples)? })
+    Ok(shape)
 }
 
 /// The search's state: the journal's, refused when drawn for another search, or a new plan
@@ -393,7 +390,7 @@ mod tests {
             |c| Ok(privacy(c)?.with_sampling(LotSampling::Shuffled)),
             "configuration 0 (gaussian on shuffled lots) releases a shuffled step",
         );
-        refused("lots", |c| Ok(privacy(c)?.with_lot_size(N + 1)), "lots of 10001 from 10000");
+        refused("lots", |c| Ok(privacy(c)?.with_lot_size(N + 1)), "10001 exceeds the 10000 training examples");
     }
 
     #[test]
