@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/dp-target}"
 # Mesa's Vulkan loader wants a runtime dir when probing for a GPU; containers often lack one.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
-cargo build --release --locked
+# The one feature set the tests and the main job build (scripts/cargo-dptrain.sh): nothing rebuilt.
+scripts/cargo-dptrain.sh build --release --locked --bin dptrain
 for eps in 1 3; do
     for mechanism in gaussian ls-sgd optimized; do
         out="runs/mechanisms/${mechanism}-eps${eps}"

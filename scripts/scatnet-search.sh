@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/dp-target}"
 dptrain="${DPTRAIN:-$CARGO_TARGET_DIR/release/dptrain}"
-[ -n "${DPTRAIN:-}" ] || cargo build --release --locked --bin dptrain >&2
+[ -n "${DPTRAIN:-}" ] || scripts/cargo-dptrain.sh build --release --locked --bin dptrain >&2
 eps="${1:-3}"
 model="${2:-scatnet-linear}"
 out=$(mktemp -d)

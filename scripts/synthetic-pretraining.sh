@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/dp-target}"
 dptrain="${DPTRAIN:-$CARGO_TARGET_DIR/release/dptrain}"
-[ -n "${DPTRAIN:-}" ] || cargo build --release --locked --bin dptrain >&2
+[ -n "${DPTRAIN:-}" ] || scripts/cargo-dptrain.sh build --release --locked --bin dptrain >&2
 out="${1:-runs/synthetic-pretraining}"
 mkdir -p "$out"
 report() { python3 -c 'import json,sys; r=json.load(sys.stdin); print("%.2f%% epsilon %s (%s) %.0f s" % (100 * r["test_accuracy"], r["epsilon"], r["guarantee"], r["seconds"]))'; }

@@ -10,6 +10,7 @@ use crate::scattered::scattered;
 use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use dp_data::{ChaChaState, CropFlip, ImageDataset, SecretKey, Split};
+use dp_engine::Result;
 use dp_engine::augmented_lots::AugmentedLots;
 use dp_engine::classifier::evaluate;
 use dp_engine::optimizer::optimizer;

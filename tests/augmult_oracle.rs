@@ -5,9 +5,7 @@
 //! the mean of that example's own views' losses (the mean of their gradients), clips it once and
 //! adds it up. The metrics count the 7 real examples, their views averaged.
 
-#[path = "../crates/dp-engine/tests/oracle/mod.rs"]
-#[allow(dead_code)] // shared with other oracle tests, which use all of it
-mod oracle;
+use crate::oracle;
 
 use burn::module::Module;
 use burn::tensor::Device;

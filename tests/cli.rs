@@ -1,8 +1,8 @@
 //! End-to-end tests of the `dptrain` binary: JSON contracts, labels, and one-line errors.
 
-mod common;
+use crate::common;
 
-use common::dptrain;
+use crate::common::dptrain;
 
 use serde_json::Value;
 use std::process::Output;

@@ -1,9 +1,7 @@
 //! End-to-end tests of `dptrain erm` on small generated tables in the UCI/scikit-learn CSV
 //! layouts: the report's labels and refusals, the files it writes, and one-line errors.
 
-mod common;
-
-use common::dptrain;
+use crate::common::dptrain;
 
 use serde_json::Value;
 use std::path::Path;

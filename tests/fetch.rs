@@ -5,9 +5,7 @@
 //! batches only, their digests sealed and checked on reuse; and `--dataset` without data naming
 //! the fetch command.
 
-mod common;
-
-use common::{binary, dptrain, one_line_error};
+use crate::common::{binary, dptrain, one_line_error};
 use dptrain::fetch::download::{Fetched, Timeouts, download};
 use dptrain::fetch::extract::{BATCH_BYTES, BATCHES, FILES, unpack, unpacked};
 use dptrain::fetch::remote::RemoteFile;

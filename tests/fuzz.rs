@@ -9,8 +9,7 @@
 //! the test) or an accepted forgery of the streams. The counts are printed (`--nocapture`) and
 //! recorded in docs/RESULTS.md; DPTRAIN_FUZZ_ROUNDS scales them (default 10).
 
-#[path = "common/checkpoint_view.rs"]
-mod checkpoint_view;
+use crate::common::checkpoint_view;
 
 use dp_accounting::LotSampling;
 use dp_data::idx::{encode_idx, read_idx};

@@ -3,9 +3,7 @@
 //! warned of); `--init-from` starts another run from it (the accuracy it reached is where the
 //! next starts); a file that does not fit the model, a FIFO and a pickle are one-line errors.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 

@@ -5,9 +5,7 @@
 //! FIFO named .png, an empty class folder, no test set, a missing label, a text column, an
 //! unknown test class, a label column that does not exist.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 /// Writes a grey PNG of `w` x `h` pixels around `level` (a little texture so no two are equal).

@@ -3,9 +3,7 @@
 //! special files planted in the folder are never followed; absurd sizes and counts are one-line
 //! errors; long runs say they are alive on a pipe.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;

@@ -2,9 +2,7 @@
 //! to a temporary folder: the report's contract, one-line errors, and resume after a stop, a kill
 //! or Ctrl-C.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;

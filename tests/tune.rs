@@ -4,9 +4,7 @@
 //! seeded search reproducible, an interrupted (Ctrl-C) or killed (SIGKILL) search resumed to
 //! the uninterrupted one's release, and the hostile cases one line each.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};

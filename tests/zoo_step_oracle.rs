@@ -9,8 +9,7 @@
 //! - the baseline's plain Burn step: theta - lr * mean gradient;
 //! - `make_private`'s independence check accepts every zoo model's cross-entropy.
 
-#[path = "../crates/dp-engine/tests/oracle/mod.rs"]
-mod oracle;
+use crate::oracle;
 
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};

@@ -8,7 +8,7 @@ pub use crate::backend::{DeviceChoice, SelectedDevice};
 pub use crate::classifier::{CrossEntropyLots, ImageClassifier};
 pub use crate::dp_checkpoint::{DpCheckpoint, StreamKeys};
 pub use crate::dp_optimizer::DpOptimizer;
-pub use crate::error::{EngineError, Result};
+pub use crate::error::EngineError;
 pub use crate::loss::{correct, cross_entropy, one_hot};
 pub use crate::mechanism::Mechanism;
 pub use crate::mechanism::gaussian::Gaussian;

@@ -29,7 +29,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::ops::Range;
 
-mod oracle;
+use crate::oracle;
 
 const CLASSES: usize = 3;
 

@@ -10,8 +10,7 @@
 //! - Patterns that match nothing, are not regular expressions, split a layer or freeze
 //!   everything are one-line errors naming the parameters.
 
-#[allow(dead_code)]
-mod oracle;
+use crate::oracle;
 
 use burn::module::Module;
 use burn::optim::SgdConfig;

@@ -11,8 +11,7 @@
 //!   (the batch's mean), a forward pass that does not fit the data (Burn panics: caught), and a burn-nn layer.
 
 // Shared by several test binaries, each using a part of it.
-#[allow(dead_code)]
-mod oracle;
+use crate::oracle;
 
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::{Dataset, DatasetError};

@@ -2,10 +2,8 @@
 //! example at a time, whose per-example gradients oracles.rs checks against finite differences.
 //! wgpu runs on lavapipe in CI, where DPTRAIN_REQUIRE_WGPU=1 turns a missing adapter into a failure.
 
-mod common;
-
+use crate::common::synthetic;
 use burn::tensor::Device;
-use common::synthetic;
 use dp_erm::ModelKind;
 use dp_erm::device_rows::DeviceRows;
 use dp_erm::linalg::norm;

@@ -1,9 +1,7 @@
 //! The ERM math against independent oracles: finite differences of the losses, a dense LU solve
 //! of a finite-difference Hessian, leave-one-out retraining, and the theorems' formulas by hand.
 
-mod common;
-
-use common::synthetic;
+use crate::common::synthetic;
 use dp_erm::inverse_hessian::{InverseHessian, conjugate_gradient};
 use dp_erm::linalg::{correlation, norm};
 use dp_erm::logistic::Logistic;

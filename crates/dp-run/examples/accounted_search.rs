@@ -16,6 +16,7 @@ pub mod resumable;
 
 use burn::optim::SgdConfig;
 use dp_accounting::repeat_and_select::Repetitions;
+use dp_engine::Result;
 use dp_engine::classifier::evaluate;
 use dp_run::checkpoint::checkpoint_path;
 use dp_run::prelude::*;

@@ -17,6 +17,7 @@ use burn::module::Module;
 use burn::optim::SgdConfig;
 use burn::tensor::Tensor;
 use dp_data::{ChaChaState, ImageDataset};
+use dp_engine::Result;
 use dp_engine::classifier::evaluate;
 use dp_run::prelude::*;
 use std::path::Path;

@@ -1,0 +1,7 @@
+//! dp-kernels' kernel and oracle tests as one binary (each file a module).
+
+mod im2col_kernel;
+mod noise_kernel;
+mod scattering_oracle;
+mod smoothing_kernel;
+mod solver_kernel;

@@ -1,0 +1,93 @@
+//! The docs' Rust is compiled: every ```rust block of README.md and docs/*.md is a run of
+//! consecutive lines of an example program that CI builds (indentation aside), so a snippet
+//! cannot drift from the API it shows. The README stays a ten-minute read (at most 200 lines).
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `.rs` files in `dir` (none if it does not exist).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "rs")).collect()
+}
+
+/// Every example program of the workspace: `examples/` and each crate's `examples/`.
+fn examples() -> Vec<(PathBuf, Vec<String>)> {
+    let mut dirs = vec![root().join("examples"), root().join("kernels/examples")];
+    for krate in std::fs::read_dir(root().join("crates")).unwrap() {
+        dirs.push(krate.unwrap().path().join("examples"));
+    }
+    let files = dirs.iter().flat_map(|d| rust_files(d));
+    files.map(|f| (f.clone(), trimmed_lines(&std::fs::read_to_string(&f).unwrap()))).collect()
+}
+
+/// The lines of `text` without their indentation and trailing space.
+fn trimmed_lines(text: &str) -> Vec<String> {
+    text.lines().map(|l| l.trim().to_string()).collect()
+}
+
+/// A code block of a Markdown file: the line it starts on and its lines, trimmed.
+type Block = (usize, Vec<String>);
+
+/// The ```rust blocks of a Markdown text.
+fn rust_blocks(markdown: &str) -> Vec<Block> {
+    let (mut blocks, mut open): (Vec<Block>, Option<Block>) = (Vec::new(), None);
+    for (i, line) in markdown.lines().enumerate() {
+        match (&mut open, line.trim_start()) {
+            (None, l) if l.starts_with("```rust") => open = Some((i + 1, Vec::new())),
+            (Some(_), l) if l.starts_with("```") => blocks.extend(open.take()),
+            (Some((_, body)), _) => body.push(line.trim().to_string()),
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+/// Whether `block` occurs as consecutive lines of `file`.
+fn contains(file: &[String], block: &[String]) -> bool {
+    block.is_empty() || file.windows(block.len()).any(|w| w == block)
+}
+
+/// The Markdown files whose Rust is checked: the README and every doc.
+fn markdown_files() -> Vec<PathBuf> {
+    let docs = std::fs::read_dir(root().join("docs")).unwrap().map(|e| e.unwrap().path());
+    let mut files: Vec<PathBuf> = docs.filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
+    files.push(root().join("README.md"));
+    files
+}
+
+#[test]
+fn every_rust_block_of_the_docs_is_an_excerpt_of_an_example_ci_builds() {
+    let examples = examples();
+    assert!(examples.len() >= 5, "the examples were not found: {examples:?}");
+    let mut checked = 0;
+    for doc in markdown_files() {
+        for (line, block) in rust_blocks(&std::fs::read_to_string(&doc).unwrap()) {
+            let home = examples.iter().find(|(_, lines)| contains(lines, &block));
+            assert!(home.is_some(), "{}:{line}: this Rust block is in no example program", doc.display());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "the README's and the library guide's programs were not found ({checked} blocks)");
+}
+
+#[test]
+fn an_edited_snippet_is_caught() {
+    let examples = examples();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let (_, mut block) = rust_blocks(&readme).into_iter().next().expect("the README has a Rust block");
+    assert!(examples.iter().any(|(_, lines)| contains(lines, &block)));
+    let last = block.len() / 2;
+    block[last].push_str(" // edited");
+    assert!(!examples.iter().any(|(_, lines)| contains(lines, &block)), "an edited line still matched");
+}
+
+#[test]
+fn the_readme_is_a_ten_minute_read() {
+    let lines = std::fs::read_to_string(root().join("README.md")).unwrap().lines().count();
+    assert!(lines <= 200, "README.md has {lines} lines (at most 200: the rest belongs in docs/)");
+}
