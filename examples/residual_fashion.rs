@@ -13,7 +13,7 @@ use burn::optim::momentum::MomentumConfig;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 use dp_data::{DatasetName, Split};
-use dp_engine::classifier::evaluate;
+use dp_engine::lots::image_accuracy;
 use dp_engine::prelude::*;
 use std::time::Instant;
 
@@ -81,6 +81,7 @@ impl ImageClassifier for ResNet {
 }
 
 fn main() -> anyhow::Result<()> {
+    dp_engine::host::keep_freed_memory(); // freed tensors reused by the next step (glibc)
     let device = DeviceChoice::Auto.open()?;
     let fashion = DatasetName::FashionMnist;
     let dir = fashion.default_dir().context("Fashion-MNIST has a standard location")?;
@@ -110,11 +111,11 @@ fn main() -> anyhow::Result<()> {
     while !dp.is_done() {
         model = dp.step(model, &source, 0.5)?.0;
         if dp.steps_taken() % steps_per_epoch == 0 {
-            let accuracy = evaluate(&model, &test, &device.device)?;
+            let accuracy = image_accuracy(&model, &test, &device.device)?;
             println!("step {}: test accuracy {:.2}%, {}", dp.steps_taken(), accuracy * 100.0, dp.privacy()?);
         }
     }
-    let accuracy = evaluate(&model, &test, &device.device)?;
+    let accuracy = image_accuracy(&model, &test, &device.device)?;
     println!(
         "test accuracy {:.2}% | {} | {} steps in {:.1} s",
         accuracy * 100.0,

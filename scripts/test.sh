@@ -10,6 +10,9 @@ cargo fmt --all --check
 # Lints on the build without CUDA, what a plain `cargo build` gives (the few lines only a CUDA
 # build compiles are held to no compiler warning below).
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The libraries' documentation, warning-free (`#![warn(missing_docs)]` in every library crate, and
+# no broken link); it reuses the dependencies clippy checked.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
 # The tests in the CUDA build (`--features dptrain/cuda`: Burn's CUDA backend beside wgpu),
 # compiled and linked with the LLVM of scripts/with-cuda-llvm.sh (PyPI's; nothing from GitHub).

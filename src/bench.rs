@@ -13,17 +13,17 @@ use burn::tensor::Device;
 use burn_cubecl::cubecl::logging::{LaunchObservation, LaunchObserver};
 use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
 use dp_engine::backend::{DeviceError, SelectedDevice};
-use dp_engine::classifier::CrossEntropyLots;
 use dp_engine::error::{EngineError, Result};
 use dp_engine::grad_sample::params::ParamTable;
-use dp_engine::mechanism;
-use dp_engine::mechanism::MechanismName;
-use dp_engine::noise::NOISE_STREAM;
-use dp_engine::optimizer::{OptimizerName, optimizer};
-use dp_engine::phases::{Phase, PhaseClock};
-use dp_engine::privacy_config::PrivacyConfig;
-use dp_engine::step::batching::Batching;
+use dp_engine::host::{Phase, PhaseClock};
+use dp_engine::lots::Batching;
+use dp_engine::lots::CrossEntropyLots;
+use dp_engine::optim::{OptimizerName, optimizer};
+use dp_engine::privacy::PrivacyConfig;
+use dp_engine::privacy::mechanism;
+use dp_engine::privacy::mechanism::MechanismName;
 use dp_engine::step::{self, LotStep, StepState};
+use dp_kernels::noise::NOISE_STREAM;
 use rand::Rng;
 use serde::Serialize;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ pub struct BenchConfig {
     pub iterations: usize,
     /// The mechanisms timed, in order (by default [`BENCHED`]).
     pub mechanisms: Vec<MechanismName>,
-    /// Also time each phase of the steps (`dp_engine::phases`), synchronising the device
+    /// Also time each phase of the steps (`dp_engine::host`), synchronising the device
     /// at every phase boundary.
     pub phases: bool,
 }

@@ -4,6 +4,8 @@
 //! benchmark (`bench`), and the synthetic pretraining images (`synthetic`). Everything here uses the libraries' public API only: a user's own
 //! program sets up the same run with `dp_run::Run`, as `trainer::train` does.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod cache_dir;
 pub mod cache_key;

@@ -1,5 +1,5 @@
 //! A dataset's ScatterNet features (Tramèr and Boneh 2021): the library's
-//! `dp_engine::scatter_net::ScatterNet` (J = 2, L = 8, checked against Kymatio) of every image, computed once and
+//! `dp_engine::nn::scatter_net::ScatterNet` (J = 2, L = 8, checked against Kymatio) of every image, computed once and
 //! cached on disk under a name that is the SHA-256 of the transform and of the dataset (shape,
 //! classes, labels, normalised values), so that another dataset or another transform can never
 //! read it. A cache file is sealed by an HMAC under the cache folder's key (`crate::cache_key`)
@@ -13,7 +13,7 @@ use crate::cache_key::cache_key;
 use dp_data::safe_files::{OWNER_ONLY, read_regular, write_atomic};
 use dp_data::{ImageDataset, SecretKey};
 use dp_engine::error::{EngineError, Result};
-use dp_engine::scatter_net::ScatterNet;
+use dp_engine::nn::scatter_net::ScatterNet;
 use dp_run::seal::{SEAL_BYTES, seal, verifies};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

@@ -8,16 +8,16 @@
 use crate::zoo::{ModelName, Normalization};
 use dp_accounting::LotSampling;
 use dp_data::{DatasetName, OwnData};
-use dp_engine::activation::Activation;
 use dp_engine::backend::DeviceChoice;
-use dp_engine::clipping::Clipping;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::lr_schedule::LrSchedule;
-use dp_engine::mechanism::{self, MechanismName};
-use dp_engine::optimizer::OptimizerName;
-use dp_engine::privacy_config::PrivacyConfig;
-use dp_engine::privacy_settings::AccountantName;
-use dp_engine::privacy_settings::{NoiseLevel, PrivacySettings, positive};
+use dp_engine::nn::activation::Activation;
+use dp_engine::optim::LrSchedule;
+use dp_engine::optim::OptimizerName;
+use dp_engine::privacy::AccountantName;
+use dp_engine::privacy::Clipping;
+use dp_engine::privacy::PrivacyConfig;
+use dp_engine::privacy::mechanism::{self, MechanismName};
+use dp_engine::privacy::{NoiseLevel, PrivacySettings, positive};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -229,10 +229,10 @@ impl TrainConfig {
             }
         }
         if let Some(decay) = self.ema {
-            dp_engine::parameter_average::checked_decay(decay)?;
+            dp_engine::optim::checked_decay(decay)?;
         }
         if let Some(views) = self.augmult {
-            dp_engine::augmented_lots::check_views(views)?;
+            dp_engine::lots::check_views(views)?;
         }
         if (self.augment_padding.is_some() || self.augment_mirror.is_some()) && self.augmult.is_none() {
             return Err(EngineError::invalid(

@@ -11,11 +11,11 @@ use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use dp_data::{ChaChaState, CropFlip, ImageDataset, SecretKey, Split};
 use dp_engine::Result;
-use dp_engine::augmented_lots::AugmentedLots;
-use dp_engine::classifier::evaluate;
-use dp_engine::optimizer::optimizer;
-use dp_engine::scatter_net::ScatterNet;
-use dp_engine::step::batching::Batching;
+use dp_engine::lots::AugmentedLots;
+use dp_engine::lots::Batching;
+use dp_engine::lots::image_accuracy;
+use dp_engine::nn::scatter_net::ScatterNet;
+use dp_engine::optim::optimizer;
 use dp_engine::weights::load_weights;
 use dp_run::prelude::*;
 use dp_run::provenance::provenance;
@@ -236,7 +236,7 @@ pub fn train_then_test(
     let (folder, config) = opened(config, session)?;
     let (model, report) = trained(folder, config, session, data, device, observe)?;
     let accuracy = match data.beside {
-        Some(test) => evaluate(&model, test, &device.device)?,
+        Some(test) => image_accuracy(&model, test, &device.device)?,
         None => report.test_accuracy,
     };
     Ok((report, accuracy))
@@ -288,7 +288,7 @@ fn trained(
         None => &plain,
     };
     let optimizer = optimizer(config.optimizer(), config.momentum, config.weight_decay);
-    let run = Run::new(folder, privacy, config.learning_rate, |model: &ZooModel| evaluate(model, test_data, dev));
+    let run = Run::new(folder, privacy, config.learning_rate, |model: &ZooModel| image_accuracy(model, test_data, dev));
     let run = match initial {
         Some(p) => run.with_initial_weights(p),
         None => run,

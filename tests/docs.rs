@@ -1,6 +1,6 @@
-//! The docs' Rust is compiled: every ```rust block of README.md and docs/*.md is a run of
-//! consecutive lines of an example program that CI builds (indentation aside), so a snippet
-//! cannot drift from the API it shows. The README stays a ten-minute read (at most 200 lines).
+//! The docs' Rust is compiled: every ```rust block of README.md, docs/*.md and each crate's
+//! README is a run of consecutive lines of an example program that CI builds (indentation
+//! aside), so a snippet cannot drift from the API it shows. The README stays a ten-minute read (at most 200 lines).
 
 use std::path::{Path, PathBuf};
 
@@ -52,11 +52,15 @@ fn contains(file: &[String], block: &[String]) -> bool {
     block.is_empty() || file.windows(block.len()).any(|w| w == block)
 }
 
-/// The Markdown files whose Rust is checked: the README and every doc.
+/// The Markdown files whose Rust is checked: the README, every doc and every crate's README.
 fn markdown_files() -> Vec<PathBuf> {
     let docs = std::fs::read_dir(root().join("docs")).unwrap().map(|e| e.unwrap().path());
     let mut files: Vec<PathBuf> = docs.filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
     files.push(root().join("README.md"));
+    files.push(root().join("kernels/README.md"));
+    for krate in std::fs::read_dir(root().join("crates")).unwrap() {
+        files.push(krate.unwrap().path().join("README.md"));
+    }
     files
 }
 
@@ -66,7 +70,8 @@ fn every_rust_block_of_the_docs_is_an_excerpt_of_an_example_ci_builds() {
     assert!(examples.len() >= 5, "the examples were not found: {examples:?}");
     let mut checked = 0;
     for doc in markdown_files() {
-        for (line, block) in rust_blocks(&std::fs::read_to_string(&doc).unwrap()) {
+        let text = std::fs::read_to_string(&doc).unwrap_or_else(|e| panic!("{}: {e}", doc.display()));
+        for (line, block) in rust_blocks(&text) {
             let home = examples.iter().find(|(_, lines)| contains(lines, &block));
             assert!(home.is_some(), "{}:{line}: this Rust block is in no example program", doc.display());
             checked += 1;

@@ -15,7 +15,7 @@ use dp_accounting::LotSampling;
 use dp_data::idx::{encode_idx, read_idx};
 use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
 use dp_engine::backend;
-use dp_engine::mechanism::MechanismName;
+use dp_engine::privacy::mechanism::MechanismName;
 use dp_run::RunOptions;
 use dp_run::checkpoint::Checkpoint;
 use dptrain::train_config::TrainConfig;

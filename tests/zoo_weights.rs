@@ -7,7 +7,7 @@
 
 use burn::tensor::{Tensor, TensorData};
 use dp_engine::backend;
-use dp_engine::classifier::ImageClassifier;
+use dp_engine::lots::ImageClassifier;
 use dp_engine::weights::load_weights;
 use dptrain::zoo::{ModelName, ModelSpec, Normalization, build};
 use rand::SeedableRng;
@@ -50,7 +50,7 @@ fn wrn_16_4_from_pytorchs_state_dict_gives_pytorchs_logits() {
     let device = backend::cpu().device;
     let spec = ModelSpec {
         name: ModelName::Wrn16x4,
-        activation: dp_engine::activation::Activation::Relu,
+        activation: dp_engine::nn::activation::Activation::Relu,
         hidden: None,
         normalization: Normalization::None,
     };

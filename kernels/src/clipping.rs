@@ -39,7 +39,7 @@ pub fn clip_factor<const D: usize>(sq_norms: Tensor<D>, bound: f64) -> Tensor<D>
     sq_norms.sqrt().add_scalar(NORM_EPSILON).recip().mul_scalar(bound).clamp_max(1.0)
 }
 
-/// The clip factor [B] of every layer, given each recorded layer's per-example squared norms [B];
+/// The clip factor `[B]` of every layer, given each recorded layer's per-example squared norms `[B]`;
 /// per-layer bounds are C / sqrt(`model_layers`), the model's DP layer count (not the layers a
 /// batch reached), so that the bound is the same in every batch.
 pub fn clip_factors(

@@ -139,7 +139,7 @@ pub fn noisy_scale<const D: usize>(
 }
 
 /// The patches of `x` [B, C, H, W] for a convolution of geometry `p`, [B, C*kh*kw, H'*W'] (see
-/// [`crate::im2col`]), on x's device. x must not be an autodiff tensor (take its `inner()`).
+/// [`crate::im2col`](mod@crate::im2col)), on x's device. x must not be an autodiff tensor (take its `inner()`).
 pub fn im2col(x: Tensor<4>, p: &Patches) -> Result<Tensor<3>, String> {
     let [b, c, h, w] = x.dims();
     let device = x.device();
@@ -181,7 +181,7 @@ pub fn smooth<const D: usize>(v: Tensor<D>, smoothing: &LaplacianSmoothing) -> R
     }
 }
 
-/// The sigma of Xiang et al.'s solver (Eq. 11) for non-negative `weights` [d] under one sphere of
+/// The sigma of Xiang et al.'s solver (Eq. 11) for non-negative `weights` `[d]` under one sphere of
 /// radius `alpha` (L2 clipping) and condition `tau`: the fused kernel on a CubeCL device, the f64
 /// reference (`sigma_solver::solve`) on the host. Either way alpha / min sigma = sqrt(tau) exactly
 /// up to rounding. The device path reads one counter back to prove every iteration ran.

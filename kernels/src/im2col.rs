@@ -46,7 +46,7 @@ pub fn im2col(x: &[f32], shape: [usize; 4], p: &Patches) -> Vec<f32> {
 
 /// Writes every element of one example's patches (x [C, H, W] values of `shape`) into `out`
 /// [C*kh*kw, H'*W'], zeros where a patch reaches into the padding. The padded example is first
-/// split by stride phase ([`Phases`]), so that every output line is one contiguous copy, with no
+/// split by stride phase (`Phases`), so that every output line is one contiguous copy, with no
 /// test per element or per line.
 pub fn unfold_example(x: &[f32], shape: [usize; 3], p: &Patches, out: &mut [f32]) {
     let [c, h, w] = shape;

@@ -15,6 +15,8 @@
 //! formula (`clipping`), the noise stream (`noise`) and host/device tensor helpers
 //! (`tensor_io`).
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod chacha;
 pub mod clipping;

@@ -21,8 +21,8 @@ const LANES: usize = 16;
 /// Values per block of [`sum_of_products`], whose f32 lanes are added into the f64 total.
 const BLOCK: usize = 1024;
 
-/// Σ a_i b_i over the common length, vectorised: [`LANES`] f32 partial sums per block of
-/// [`BLOCK`] values, each block's added into an f64 total, so that the rounding grows with the
+/// Σ a_i b_i over the common length, vectorised: `LANES` f32 partial sums per block of
+/// `BLOCK` values, each block's added into an f64 total, so that the rounding grows with the
 /// block (about 1e-6 relative for positive terms), not with the length.
 pub fn sum_of_products(a: &[f32], b: &[f32]) -> f64 {
     vectorised(|| {

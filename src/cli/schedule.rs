@@ -95,8 +95,7 @@ mod tests {
         assert_eq!(s.steps, 14063); // round(60 * 234.375)
         // As the library plans the same run: 117 steps, not ceil's 118.
         let s = args(None, Some(60000), Some(512), None, Some(1.0)).resolve().unwrap();
-        let settings =
-            dp_engine::privacy_settings::PrivacySettings { epochs: 1.0, lot_size: 512, ..Default::default() };
+        let settings = dp_engine::privacy::PrivacySettings { epochs: 1.0, lot_size: 512, ..Default::default() };
         assert_eq!((s.steps, settings.planned_steps(60000).unwrap()), (117, 117));
         let s = args(Some(0.5), None, None, Some(7), None).resolve().unwrap();
         assert_eq!(s, Schedule { sample_rate: 0.5, steps: 7 });

@@ -4,8 +4,8 @@
 
 use burn::module::Module;
 use burn::tensor::Tensor;
-use dp_engine::activation::Activation;
-use dp_engine::classifier::ImageClassifier;
+use dp_engine::lots::ImageClassifier;
+use dp_engine::nn::activation::Activation;
 use dp_engine::nn::{DpConv2d, DpLinear};
 use dp_engine::ops::pool::MaxPool;
 

@@ -34,9 +34,9 @@ pub use wide_resnet::{WideBlock, WideResNet};
 pub use zoo_model::ZooModel;
 
 use burn::tensor::Device;
-use dp_engine::activation::Activation;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::init::seeded;
+use dp_engine::nn::activation::Activation;
+use dp_engine::nn::init::seeded;
 use dp_engine::nn::{DpConv2dConfig, DpLinearConfig};
 use dp_engine::ops::pool::MaxPool;
 use rand_chacha::ChaCha20Rng;

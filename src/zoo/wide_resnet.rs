@@ -9,8 +9,8 @@
 use super::Footprint;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
-use dp_engine::activation::Activation;
-use dp_engine::classifier::ImageClassifier;
+use dp_engine::lots::ImageClassifier;
+use dp_engine::nn::activation::Activation;
 use dp_engine::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
 
 /// GroupNorm's groups (De et al.).

@@ -4,7 +4,7 @@
 use super::{ConvNet, WideResNet};
 use burn::module::Module;
 use burn::tensor::Tensor;
-use dp_engine::classifier::ImageClassifier;
+use dp_engine::lots::ImageClassifier;
 
 /// One of the zoo's architectures. A run holds one model, so the variants' size difference costs
 /// nothing, and Burn has no `Module` for `Box` to even it out.

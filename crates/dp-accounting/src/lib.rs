@@ -13,6 +13,8 @@
 //! # Ok::<(), dp_accounting::AccountingError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod accountant;
 pub mod analytic_gaussian;
 pub mod audit;

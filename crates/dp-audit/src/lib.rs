@@ -6,6 +6,8 @@
 //! and bounds the test's error rates with Clopper-Pearson intervals. A lower bound above a
 //! method's claimed epsilon refutes the claim (at the stated confidence).
 
+#![warn(missing_docs)]
+
 pub mod audit;
 pub mod canaries;
 pub mod many_runs;

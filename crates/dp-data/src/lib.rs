@@ -2,6 +2,8 @@
 //! image folders and CSV tables loaded with errors that name the file, published normalisation constants, and lot samplers (Poisson by
 //! default) driven by a ChaCha20 generator keyed from the OS.
 
+#![warn(missing_docs)]
+
 pub mod augment;
 pub mod catalog;
 pub mod cifar10;

@@ -9,6 +9,7 @@ use burn::data::dataset::InMemDataset;
 use burn::module::Module;
 use burn::optim::SgdConfig;
 use burn::tensor::{Device, Tensor, TensorData};
+use dp_engine::lots::{correct, cross_entropy, evaluate, one_hot};
 use dp_engine::prelude::*;
 
 #[derive(Module, Debug)]
@@ -33,6 +34,7 @@ fn rows(range: std::ops::Range<usize>) -> InMemDataset<(Vec<f32>, usize)> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    dp_engine::host::keep_freed_memory(); // freed tensors reused by the next step (glibc)
     let device = DeviceChoice::Auto.open()?.device; // CUDA, a GPU through wgpu, or the CPU
     let loss = |model: &LogReg, (x, y): (Tensor<2>, Vec<usize>)| {
         let logits = model.fc.forward(x);

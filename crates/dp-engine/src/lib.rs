@@ -1,9 +1,11 @@
 //! The DP training library on Burn: DP layers as Burn modules whose per-example gradients come
-//! from one backward pass (`nn`, `grad_sample`), what determines privacy (`privacy_config`) and
-//! the mechanisms (`mechanism`), one DP step that owns the ledger (`step`), the backend
-//! extensions the layers run on (`ops`), and what a Burn user adopts, all in `prelude`:
-//! `PrivacyConfig`, `PrivacyEngine`, `DpOptimizer`, the DP layers, lot sources, checkpoints. The
-//! dp-run crate (a run kept in a folder) and the `dptrain` app are built on this API alone.
+//! from one backward pass ([`nn`], [`grad_sample`]), what determines privacy and the mechanisms
+//! ([`privacy`]), the DP step that owns the ledger ([`step`]) over lots from the user's data
+//! ([`lots`]), the entry point a Burn user adopts ([`engine`]: `PrivacyEngine` and the
+//! `DpOptimizer` it gives), checkpoints ([`checkpoint`]), PyTorch weights ([`weights`]), the
+//! backend extensions the layers run on ([`ops`], [`host`]) and a device self-test
+//! ([`selftest`]); the types a user adopts are in [`prelude`]. The dp-run crate (a run kept in a
+//! folder) and the `dptrain` app are built on this API alone.
 //!
 //! Per-example gradient norms of a batch of an ordinary Burn module built from DP layers:
 //!
@@ -27,44 +29,27 @@
 //! # Ok::<(), dp_engine::EngineError>(())
 //! ```
 
-pub mod activation;
-pub mod allocation;
-pub mod augmented_lots;
-pub mod canaries;
-pub mod classifier;
-pub mod dp_checkpoint;
-pub mod dp_optimizer;
+#![warn(missing_docs)]
+
+pub mod checkpoint;
+pub mod engine;
 pub mod error;
-mod flex_host;
 pub mod grad_sample;
-mod host_buffers;
-mod host_gemm;
-pub mod host_memory;
-pub mod init;
-pub mod loss;
-pub mod lr_schedule;
-pub mod machine;
-pub mod mechanism;
+pub mod host;
+pub mod lots;
 pub mod nn;
 pub mod ops;
-pub mod optimizer;
-pub mod parameter_average;
-pub mod phases;
-pub mod plan;
+pub mod optim;
 pub mod prelude;
 pub mod privacy;
-pub mod privacy_config;
-pub mod privacy_engine;
-pub mod privacy_settings;
-pub mod scatter_net;
 pub mod selftest;
-pub mod smoothing;
 pub mod step;
-mod stream_key_file;
 pub mod weights;
 
-// The device, clipping, noise and tensor helpers live in dp-kernels, which DP-ERM shares.
-pub use dp_kernels::{backend, clipping, noise, tensor_io};
+// The device, clipping, noise and tensor helpers live in dp-kernels, which DP-ERM shares: the
+// device choice is part of this API, the rest is the engine's own (`Clipping` is a privacy setting).
+pub use dp_kernels::backend;
+use dp_kernels::{clipping, noise, tensor_io};
 
 pub use backend::{DeviceChoice, SelectedDevice};
 pub use error::{EngineError, Result};

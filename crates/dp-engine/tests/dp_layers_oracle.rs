@@ -14,7 +14,6 @@ use burn::optim::SgdConfig;
 use burn::tensor::activation::{log_softmax, relu, tanh};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use dp_engine::backend;
-use dp_engine::clipping::Clipping;
 use dp_engine::grad_sample::batch::{BatchGrads, ClipSpec, gradients_params};
 use dp_engine::grad_sample::norm_method::NormMethod;
 use dp_engine::grad_sample::params::ParamTable;
@@ -24,6 +23,7 @@ use dp_engine::nn::{
     DpConv2d, DpConv2dConfig, DpEmbedding, DpEmbeddingConfig, DpGroupNorm, DpGroupNormConfig, DpLayerNorm,
     DpLayerNormConfig, DpLinear, DpLinearConfig,
 };
+use dp_engine::privacy::Clipping;
 use oracle::{assert_close, host, naive_gradients, param_grad, param_value, sq};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;

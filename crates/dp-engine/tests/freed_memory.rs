@@ -1,35 +1,36 @@
-//! A program linking dp-engine keeps the memory it frees without calling anything (the
-//! allocator is set when it is loaded): a 64 MiB block comes from glibc's heap, not from its own
-//! mmap (glibc's default for any block over 32 MiB), unless the environment opts out. The
-//! opted-out case runs in a child process (this program again), since the setting is made
-//! before `main`.
+//! Linking dp-engine changes nothing process-wide, and `host::keep_freed_memory` does what it
+//! says when a program asks: glibc's allocator keeps its defaults in a program that uses the
+//! library (a 64 MiB block comes from its own mmap, glibc's default for any block over 32 MiB);
+//! while another thread runs the setting is refused; alone again, it is made, and the same block
+//! then comes from the heap. It runs alone (`harness = false`): it reads its own process's
+//! allocator statistics and thread count.
 
-use std::process::Command;
-
-/// The child's marker.
-const CHILD: &str = "FREED_MEMORY_CHILD";
-
-/// Blocks glibc serves by mmap while a 64 MiB vector is alive.
-fn mmapped_blocks() -> usize {
-    let block = vec![1u8; 64 << 20];
+/// Blocks glibc serves by mmap while a 64 MiB vector is alive, beyond those already mmapped.
+fn mmapped_for_a_block() -> usize {
     // SAFETY: mallinfo2 only reads the allocator's statistics.
-    let info = unsafe { libc::mallinfo2() };
+    let before = unsafe { libc::mallinfo2() }.hblks;
+    let block = vec![1u8; 64 << 20];
+    // SAFETY: as above.
+    let during = unsafe { libc::mallinfo2() }.hblks;
     std::hint::black_box(&block);
-    info.hblks
+    during - before
 }
 
 fn main() {
-    if std::env::var_os(CHILD).is_some() {
-        println!("{}", mmapped_blocks());
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) {
         return;
     }
-    assert!(!cfg!(all(target_os = "linux", target_env = "gnu")) || mmapped_blocks() == 0, "kept in the heap");
-    let child = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD, "1")
-        .env(dp_engine::host_memory::OPT_OUT, "0")
-        .output()
-        .unwrap();
-    let blocks: usize = String::from_utf8_lossy(&child.stdout).trim().parse().unwrap();
-    assert!(blocks >= 1, "opted out: glibc mmaps the block ({blocks} mmapped blocks)");
-    println!("a 64 MiB block: from the heap by default, mmapped when opted out");
+    // The library in use, so that whatever it would run at load is linked in.
+    std::hint::black_box(dp_engine::privacy::PrivacySettings::default());
+    assert_eq!(mmapped_for_a_block(), 1, "glibc's defaults were changed at load: the block came from the heap");
+
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn(move || stopped.recv());
+    assert!(!dp_engine::host::keep_freed_memory(), "the setting was made beside another thread");
+    stop.send(()).unwrap();
+    other.join().unwrap().unwrap();
+
+    assert!(dp_engine::host::keep_freed_memory(), "the setting was refused in a process of one thread");
+    assert_eq!(mmapped_for_a_block(), 0, "asked to keep freed memory, glibc still mmapped the block");
+    println!("a 64 MiB block: mmapped by default, from the heap once asked; refused beside another thread");
 }

@@ -4,7 +4,7 @@
 //! sum over layers of ||delta_i||^2 (||x_i||^2 + [layer has a bias]), and the clipped sum is one
 //! matmul per layer with the deltas rescaled (the engine's book-keeping trick).
 //!
-//! Parameter layouts match the host models: logistic regression theta [d]; softmax regression
+//! Parameter layouts match the host models: logistic regression theta `[d]`; softmax regression
 //! W [K, d] row-major; the MLP [W1 (H x d), W2 (K x H), b2 (K)].
 
 use crate::model_kind::ModelKind;

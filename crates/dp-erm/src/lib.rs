@@ -6,6 +6,8 @@
 //! (exact inverse Hessians, influence functions and w_t need f64, which WGSL lacks); the training
 //! loops of `input`, `dbdp` and `gradient` also run as f32 Burn tensors on the engine's devices.
 
+#![warn(missing_docs)]
+
 pub mod compute;
 pub mod constants;
 pub mod device_rows;

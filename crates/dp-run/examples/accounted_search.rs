@@ -17,7 +17,7 @@ pub mod resumable;
 use burn::optim::SgdConfig;
 use dp_accounting::repeat_and_select::Repetitions;
 use dp_engine::Result;
-use dp_engine::classifier::evaluate;
+use dp_engine::lots::image_accuracy;
 use dp_run::checkpoint::checkpoint_path;
 use dp_run::prelude::*;
 use dp_run::search::{Candidate, Journal, Score, SearchSettings, Trained, search};
@@ -52,13 +52,14 @@ pub fn candidate(c: Candidate<'_, Config>, journal: &Journal, interrupt: &'stati
         ..RunOptions::default()
     };
     let model = LogReg::new(&device);
-    let (model, report) = Run::new(folder, c.privacy.clone(), c.config.0, |m: &LogReg| evaluate(m, &held_out, &device))
-        .with_options(options)
-        .train_model(model, SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)?;
+    let (model, report) =
+        Run::new(folder, c.privacy.clone(), c.config.0, |m: &LogReg| image_accuracy(m, &held_out, &device))
+            .with_options(options)
+            .train_model(model, SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)?;
     if report.interrupted {
         return Err(EngineError::Interrupted("run the same command again to continue the search".into()));
     }
-    let test_accuracy = evaluate(&model, &table(500, 3000)?, &device)?;
+    let test_accuracy = image_accuracy(&model, &table(500, 3000)?, &device)?;
     let correct = (report.test_accuracy * 500.0).round() as usize;
     Ok(Trained { value: test_accuracy, run: report, correct, evaluated: 500 })
 }

@@ -18,7 +18,7 @@ use burn::optim::SgdConfig;
 use burn::tensor::Tensor;
 use dp_data::{ChaChaState, ImageDataset};
 use dp_engine::Result;
-use dp_engine::classifier::evaluate;
+use dp_engine::lots::image_accuracy;
 use dp_run::prelude::*;
 use std::path::Path;
 
@@ -38,7 +38,7 @@ impl LogReg {
     /// The model with seeded initial weights: a resumed process builds the same model a killed
     /// one did.
     pub fn new(device: &burn::tensor::Device) -> Self {
-        dp_engine::init::seeded(
+        dp_engine::nn::init::seeded(
             LogReg { fc: DpLinearConfig::new(16, 2).init(device) },
             &mut ChaChaState::new(Some(7), 2).restore(),
         )
@@ -65,7 +65,7 @@ pub fn train(dir: &Path, resume: bool, options: RunOptions, observe: impl FnMut(
     // The run: a folder (fresh with its seed, or resumed), the options, and the run itself.
     let folder = if resume { RunFolder::resume(dir)? } else { RunFolder::fresh(dir, Some(7))? };
     let options = RunOptions { checkpoint_every: 5, ..options };
-    Run::new(folder, privacy, 0.5, |model: &LogReg| evaluate(model, &test, &device))
+    Run::new(folder, privacy, 0.5, |model: &LogReg| image_accuracy(model, &test, &device))
         .with_options(options)
         .observe(observe)
         .train(model, SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)

@@ -1,14 +1,14 @@
-//! White-box canaries for a one-run audit (`dp_engine::canaries`), placed where the run's
+//! White-box canaries for a one-run audit (`dp_engine::privacy`), placed where the run's
 //! mechanism puts its smallest noise, from a step computed before any canary counts.
 
 use burn::module::Module;
 use burn::tensor::Device;
-use dp_engine::canaries::WhiteBoxCanaries;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::plan::Plan;
-use dp_engine::privacy_config::PrivacyConfig;
-use dp_engine::step::batching::Batching;
-use dp_engine::step::lot::{LotSource, mean_gradient};
+use dp_engine::lots::Batching;
+use dp_engine::lots::{LotSource, mean_gradient};
+use dp_engine::privacy::Plan;
+use dp_engine::privacy::PrivacyConfig;
+use dp_engine::step::canaries::WhiteBoxCanaries;
 
 /// `count` canaries for the run of `privacy` and `plan` on `model` and `source`, placed on the
 /// noise of a step computed before any canary counts. Refused for the baseline, which releases

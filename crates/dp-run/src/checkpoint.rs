@@ -14,7 +14,7 @@ use crate::folder::sha256_hex;
 use crate::seal::{SEAL_BYTES, seal, verifies};
 use dp_data::SecretKey;
 use dp_data::safe_files::{PUBLIC, read_regular, write_atomic};
-use dp_engine::dp_checkpoint::DpCheckpoint;
+use dp_engine::checkpoint::DpCheckpoint;
 use dp_engine::error::{EngineError, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

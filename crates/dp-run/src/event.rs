@@ -3,7 +3,7 @@
 
 use dp_accounting::PrivacyReport;
 use dp_engine::backend::SelectedDevice;
-use dp_engine::dp_optimizer::DpOptimizer;
+use dp_engine::engine::DpOptimizer;
 use serde::Serialize;
 
 /// What the run tells its observer.

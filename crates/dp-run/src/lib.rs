@@ -8,9 +8,9 @@
 //! that survives a kill:
 //!
 //! ```no_run
-//! # use dp_engine::privacy_config::PrivacyConfig;
-//! # use dp_engine::mechanism::gaussian::Gaussian;
-//! # use dp_engine::step::lot::LotSource;
+//! # use dp_engine::privacy::PrivacyConfig;
+//! # use dp_engine::privacy::mechanism::gaussian::Gaussian;
+//! # use dp_engine::lots::LotSource;
 //! # use dp_run::{Run, RunFolder, RunOptions};
 //! # fn demo<M: burn::module::Module>(model: M, lots: &dyn LotSource<M>, accuracy: impl Fn(&M) -> dp_engine::Result<f64>, resume: bool) -> dp_engine::Result<()> {
 //! let device = burn::tensor::Device::flex();
@@ -29,6 +29,8 @@
 //! first GPU backend compiled in, whatever device the model is on; run the program with
 //! `BURN_DEVICE=flex` (as `dptrain` sets for itself) where that GPU cannot open, or
 //! `PrivacyEngine::resume` refuses in one line saying so.
+
+#![warn(missing_docs)]
 
 pub mod checkpoint;
 pub mod curves;

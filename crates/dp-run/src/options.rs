@@ -1,8 +1,8 @@
 //! How a run's session goes: where it stops, what it checkpoints, what it adds to the plain
 //! DP loop (parameter averaging, an audit), and whether it may replace another run's files.
 
-use dp_engine::canaries::AuditRequest;
 use dp_engine::error::{EngineError, Result};
+use dp_engine::step::canaries::AuditRequest;
 use std::sync::atomic::AtomicBool;
 
 /// The options of a run's session (all off by default: the whole run, checkpointed at the end).

@@ -3,7 +3,7 @@
 use crate::provenance::Provenance;
 use dp_accounting::{PrivacyLedger, PrivacyReport};
 use dp_engine::backend::Trial;
-use dp_engine::canaries::RunAudit;
+use dp_engine::step::canaries::RunAudit;
 use serde::Serialize;
 use std::path::PathBuf;
 

@@ -6,7 +6,7 @@ use crate::folder::keys::RunKeys;
 use crate::folder::lock::RunLock;
 use crate::folder::{self, parse_config};
 use dp_data::safe_files::file_error;
-use dp_engine::dp_checkpoint::StreamKeys;
+use dp_engine::checkpoint::StreamKeys;
 use dp_engine::error::{EngineError, Result};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};

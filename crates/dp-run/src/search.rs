@@ -19,7 +19,7 @@ use dp_accounting::search::{TrainingShape, calibrate_search};
 use dp_accounting::{DpEvent, LotSampling, PrivacyReport};
 use dp_data::ChaChaState;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::privacy_config::PrivacyConfig;
+use dp_engine::privacy::PrivacyConfig;
 pub use journal::Journal;
 use journal::{Best, State};
 use plan::draw_plan;
@@ -297,10 +297,7 @@ mod tests {
         let mut seen = Vec::new();
         let out = search(&configs, privacy, N, &settings(), &journal, |c| {
             seen.push((*c.config, c.noise_multiplier));
-            assert_eq!(
-                c.privacy.settings.noise,
-                Some(dp_engine::privacy_settings::NoiseLevel::Multiplier(c.noise_multiplier))
-            );
+            assert_eq!(c.privacy.settings.noise, Some(dp_engine::privacy::NoiseLevel::Multiplier(c.noise_multiplier)));
             trained(&c)
         })
         .unwrap();

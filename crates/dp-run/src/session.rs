@@ -6,8 +6,8 @@ use crate::provenance::Provenance;
 use crate::run_folder::RunFolder;
 use dp_engine::backend::Trial;
 use dp_engine::error::Result;
-use dp_engine::lr_schedule::LrSchedule;
-use dp_engine::privacy_config::PrivacyConfig;
+use dp_engine::optim::LrSchedule;
+use dp_engine::privacy::PrivacyConfig;
 
 /// How a run evaluates a model: its accuracy on a held-out set.
 pub type Evaluate<'a, M> = Box<dyn Fn(&M) -> Result<f64> + 'a>;

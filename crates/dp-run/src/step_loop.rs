@@ -12,11 +12,11 @@ use crate::report::RunReport;
 use crate::session::Session;
 use burn::module::Module;
 use dp_engine::backend::SelectedDevice;
-use dp_engine::canaries::WhiteBoxCanaries;
-use dp_engine::dp_checkpoint::values_digest;
-use dp_engine::dp_optimizer::DpOptimizer;
+use dp_engine::checkpoint::values_digest;
+use dp_engine::engine::DpOptimizer;
 use dp_engine::error::{EngineError, Result};
-use dp_engine::step::lot::LotSource;
+use dp_engine::lots::LotSource;
+use dp_engine::step::canaries::WhiteBoxCanaries;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 

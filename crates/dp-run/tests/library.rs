@@ -13,7 +13,7 @@ use dp_accounting::repeat_and_select::Repetitions;
 use dp_accounting::search::search_privacy;
 use dp_accounting::{DpEvent, Guarantee, PrivacyLedger};
 use dp_engine::backend::{AutoCandidate, auto, cpu};
-use dp_engine::classifier::evaluate;
+use dp_engine::lots::image_accuracy;
 use dp_engine::selftest::{Tap, smoke_run};
 use dp_run::prelude::*;
 use dp_run::search::{Journal, Score, SearchSettings, search};
@@ -112,7 +112,7 @@ fn auto_passes_over_a_device_that_fails_its_smoke_run_and_the_run_completes_on_t
     let privacy = PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(50).with_epochs(1.0);
     let report =
         Run::new(RunFolder::fresh(tmp.path().join("run"), Some(1)).unwrap(), privacy, 0.5, |m: &resumable::LogReg| {
-            evaluate(m, &test, &device)
+            image_accuracy(m, &test, &device)
         })
         .with_device_choice(chosen.tried.clone())
         .train(resumable::LogReg::new(&device), SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)

@@ -2,7 +2,7 @@
 //! (epsilon, delta) run of T iterations with batch b out of n records and G-Lipschitz losses.
 //!
 //! The seed's text lost its equations; this follows the proof in its Appendix A.1, whose structure
-//! survives: RDP of the subsampled Gaussian from its Lemma 1 ([39]) at rate tau = b/n with
+//! survives: RDP of the subsampled Gaussian from its Lemma 1 (`[39]`) at rate tau = b/n with
 //! sensitivity 2G/b, composed over T steps to (alpha, mu eps), converted with Lemma 3 at
 //! alpha = ln(1/delta) / ((1 - mu) eps) + 1 so that the conversion spends the remaining
 //! (1 - mu) eps. With Lemma 1's constant 5 this gives nu^2 = 20 T alpha G^2 / (mu n^2 eps), the

@@ -50,7 +50,7 @@ impl PrivacyLoss {
         if r <= -1.0 { f64::NEG_INFINITY } else { self.z * self.z * r.ln_1p() + 0.5 }
     }
 
-    /// (P[Y <= t], P[Y > t]), each accurate in its own small tail.
+    /// (P[Y <= t], P`[Y > t]`), each accurate in its own small tail.
     pub fn cdf_sf(&self, t: f64) -> (f64, f64) {
         let z = self.z;
         match self.direction {

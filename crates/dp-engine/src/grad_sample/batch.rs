@@ -7,7 +7,7 @@ use super::params::ParamTable;
 use super::tape::{LayerGrads, recording};
 use crate::clipping::{Clipping, clip_factors};
 use crate::error::{EngineError, Result};
-use crate::phases::{Phase, timed};
+use crate::host::phases::{Phase, timed};
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
@@ -31,7 +31,7 @@ pub struct ClipSpec {
 }
 
 impl BatchGrads {
-    /// Runs `forward` with the tape (it returns each example's loss [B] and anything else the
+    /// Runs `forward` with the tape (it returns each example's loss `[B]` and anything else the
     /// caller wants back, such as logits), then one backward of the summed loss.
     pub fn compute<T>(forward: impl FnOnce() -> (Tensor<1>, T)) -> Result<(Self, T)> {
         Self::try_compute(1, &[], || Ok(forward()))
@@ -64,7 +64,7 @@ impl BatchGrads {
         self.layers.iter().map(|l| l.params.as_slice())
     }
 
-    /// Each DP layer's per-example squared norms [B], in forward order.
+    /// Each DP layer's per-example squared norms `[B]`, in forward order.
     pub fn sq_norms(&mut self) -> Vec<Tensor<1>> {
         self.layers.iter_mut().map(|l| l.grads.sq_norms()).collect()
     }

@@ -1,4 +1,4 @@
-//! Per-example gradients of an embedding lookup z_t = W[x_t] over the T tokens of each example.
+//! Per-example gradients of an embedding lookup z_t = W`[x_t]` over the T tokens of each example.
 //! Example b's gradient puts sum over {t : x_t = v} of g_t in row v, so its squared norm is
 //! sum_{t, t'} [x_t = x_t'] <g_t, g_t'>: the [T, T] Gram matrix of the output gradients masked by
 //! token equality (a ghost norm; the [V, d] gradients are never materialised). The clipped sum is

@@ -14,9 +14,9 @@
 use super::layer_input::LayerInput;
 use super::norm_method::{CANCELLATION_MARGIN, NormMethod};
 use super::standardization::Standardization;
-use crate::flex_host::on_flex;
-use crate::host_buffers::Reused;
-use crate::host_gemm::{Strided, gemm_into, sum_over_examples};
+use crate::host::buffers::Reused;
+use crate::host::flex::on_flex;
+use crate::host::gemm::{Strided, gemm_into, sum_over_examples};
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{Device, Tensor};
 use dp_kernels::Patches;

@@ -7,7 +7,7 @@
 //! of 64) and the step holds x instead, K / C times smaller.
 
 use super::merge_views;
-use crate::flex_host::is_flex;
+use crate::host::flex::is_flex;
 use burn::tensor::Tensor;
 use dp_kernels::{Patches, im2col};
 use std::cell::OnceCell;

@@ -36,10 +36,10 @@ pub struct ParamGrad {
 
 /// One DP layer's per-example gradients in one batch, from its record and its output gradient.
 pub trait PerExampleGrads: Send {
-    /// The squared L2 norm of each example's gradient over all of the layer's parameters, [B].
+    /// The squared L2 norm of each example's gradient over all of the layer's parameters, `[B]`.
     fn sq_norms(&mut self) -> Tensor<1>;
 
-    /// The sum over examples of each example's gradient scaled by `factors` [B] (by one when
+    /// The sum over examples of each example's gradient scaled by `factors` `[B]` (by one when
     /// None), one entry per parameter of the layer.
     fn weighted_sum(&self, factors: Option<&Tensor<1>>) -> Vec<ParamGrad>;
 
@@ -71,13 +71,13 @@ pub fn sum_views(t: Tensor<2>, views: usize) -> Tensor<2> {
     t.reshape([b, views, m]).sum_dim(1).reshape([b, m])
 }
 
-/// Sums a tensor over everything but its first dimension: [B, ...] to [B].
+/// Sums a tensor over everything but its first dimension: [B, ...] to `[B]`.
 pub fn sum_per_example<const D: usize>(t: Tensor<D>) -> Tensor<1> {
     let b = t.dims()[0];
     t.flatten::<2>(1, D - 1).sum_dim(1).reshape([b])
 }
 
-/// sum_b s_b t_b over the examples (rows) of t [B, M] with factors s [B], as one product s^T t
+/// sum_b s_b t_b over the examples (rows) of t [B, M] with factors s `[B]`, as one product s^T t
 /// that reads t once (scaling, then summing, reads it twice and writes it once); the plain sum
 /// without factors.
 pub fn weighted_sum_examples(t: Tensor<2>, factors: Option<&Tensor<1>>) -> Tensor<1> {
@@ -88,7 +88,7 @@ pub fn weighted_sum_examples(t: Tensor<2>, factors: Option<&Tensor<1>>) -> Tenso
     }
 }
 
-/// Scales each example (the first dimension) of `t` by `factors` [B].
+/// Scales each example (the first dimension) of `t` by `factors` `[B]`.
 pub fn scale_examples<const D: usize>(t: Tensor<D>, factors: Option<&Tensor<1>>) -> Tensor<D> {
     match factors {
         None => t,

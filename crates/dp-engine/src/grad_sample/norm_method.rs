@@ -4,7 +4,7 @@
 //! layer's ghost norm from being under-estimated. Below both `affine` and `host_products`, which
 //! read it.
 
-use crate::machine;
+use crate::host::machine;
 
 /// The fraction of the uncorrected ghost norm added to a standardised layer's squared norm: far
 /// above the f32 rounding of the subtraction (about 1e-6 relative), far below what changes a

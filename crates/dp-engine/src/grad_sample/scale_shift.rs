@@ -1,7 +1,7 @@
 //! Per-example gradients of a per-channel scale and shift y = gamma_c xhat + beta_c applied to
 //! normalised activations xhat at P positions (GroupNorm: the pixels of channel c; LayerNorm: the
 //! positions of a sequence, with c the normalised feature). Example b's gradients are
-//! sum_p G ∘ xhat (gamma) and sum_p G (beta), [C] each: materialised, they cost no more than the
+//! sum_p G ∘ xhat (gamma) and sum_p G (beta), `[C]` each: materialised, they cost no more than the
 //! forward pass. The shift is optional (burn-nn's LayerNorm may have none).
 
 use super::{ParamGrad, PerExampleGrads, sum_per_example, sum_views, weighted_sum_examples};

@@ -48,7 +48,7 @@ pub struct DpConv2dConfig {
 pub struct DpConv2d {
     /// Weight [C_out, C_in, kh, kw].
     pub weight: Param<Tensor<4>>,
-    /// Bias [C_out].
+    /// Bias `[C_out]`.
     pub bias: Option<Param<Tensor<1>>>,
     /// Stride.
     pub stride: [usize; 2],

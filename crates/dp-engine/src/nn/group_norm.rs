@@ -27,9 +27,9 @@ pub struct DpGroupNormConfig {
 /// parameter, and burn-nn's GroupNorm with `affine = false` serves).
 #[derive(Module, Debug)]
 pub struct DpGroupNorm {
-    /// Scale [C].
+    /// Scale `[C]`.
     pub gamma: Param<Tensor<1>>,
-    /// Shift [C].
+    /// Shift `[C]`.
     pub beta: Param<Tensor<1>>,
     /// Groups.
     pub num_groups: usize,

@@ -26,9 +26,9 @@ pub struct DpLayerNormConfig {
 /// LayerNorm with per-example gradients.
 #[derive(Module, Debug)]
 pub struct DpLayerNorm {
-    /// Scale [d].
+    /// Scale `[d]`.
     pub gamma: Param<Tensor<1>>,
-    /// Shift [d], where the layer has one.
+    /// Shift `[d]`, where the layer has one.
     pub beta: Option<Param<Tensor<1>>>,
     /// Added to the variance.
     pub epsilon: f64,

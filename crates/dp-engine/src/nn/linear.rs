@@ -29,7 +29,7 @@ pub struct DpLinearConfig {
 pub struct DpLinear {
     /// Weight [d_input, d_output].
     pub weight: Param<Tensor<2>>,
-    /// Bias [d_output].
+    /// Bias `[d_output]`.
     pub bias: Option<Param<Tensor<1>>>,
 }
 

@@ -10,11 +10,14 @@
 //! `grad_sample::PerExampleGrads` (per-example squared norms and weighted sums); the built-in
 //! layers do exactly that (docs/ARCHITECTURE.md, "Adding a layer").
 
+pub mod activation;
 pub mod conv2d;
 pub mod embedding;
 pub mod group_norm;
+pub mod init;
 pub mod layer_norm;
 pub mod linear;
+pub mod scatter_net;
 
 pub use conv2d::{DpConv2d, DpConv2dConfig};
 pub use embedding::{DpEmbedding, DpEmbeddingConfig};

@@ -17,9 +17,9 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
-use crate::flex_host::{contiguous_f32, dims};
 use crate::grad_sample::host_products::{Operands, summed_products};
-use crate::host_gemm::{Strided, gemm_into};
+use crate::host::flex::{contiguous_f32, dims};
+use crate::host::gemm::{Strided, gemm_into};
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;

@@ -11,7 +11,7 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
-use crate::flex_host::{contiguous_f32, dims};
+use crate::host::flex::{contiguous_f32, dims};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;

@@ -26,7 +26,7 @@ pub fn param_grad(grads: &GradientsParams, info: &ParamInfo) -> Vec<f64> {
 }
 
 /// Example e's gradient of every parameter of `model`, for e in 0..b, where `loss(model, e)` is
-/// example e's loss computed on its own: [example][parameter][coordinate].
+/// example e's loss computed on its own, indexed `[example][parameter][coordinate]`.
 pub fn naive_gradients<M: Module>(
     model: &M,
     table: &ParamTable,

@@ -1,5 +1,5 @@
 //! A hook into the private step, for audits and instrumentation: it sees each stage of a step
-//! and may add records of its own (an auditor's white-box canaries, `crate::canaries`), never
+//! and may add records of its own (an auditor's white-box canaries, `crate::step::canaries`), never
 //! touch the noise or the ledger. The production step knows no canary: an audited run passes its
 //! canaries as the hook.
 

@@ -8,9 +8,9 @@
 //! batch's size is the one benign dependence (it costs utility, not privacy): a note, not a
 //! refusal.
 
-use super::lot::{LotSource, batch_losses};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::batch::BatchGrads;
+use crate::lots::source::{LotSource, batch_losses};
 use crate::tensor_io::to_host;
 use burn::module::ParamId;
 use burn::tensor::Device;
@@ -73,14 +73,14 @@ pub fn independence<M>(
     let b = group.len() as f64;
     if pairs().all(|(t, a)| close(t.0 * b, a.0) && close(t.1 * b * b, a.1)) {
         return Ok(Some(format!(
-            "the loss is divided by the physical batch's size (each example's loss in a batch of {0} is 1/{0} of its loss alone): this costs utility, not privacy (the clipped gradients shrink with the batch and the noise does not); give each example's own loss, as dp_engine::loss::cross_entropy does",
+            "the loss is divided by the physical batch's size (each example's loss in a batch of {0} is 1/{0} of its loss alone): this costs utility, not privacy (the clipped gradients shrink with the batch and the noise does not); give each example's own loss, as dp_engine::lots::cross_entropy does",
             group.len()
         )));
     }
     Err(EngineError::invalid(
         "loss",
         format!(
-            "it mixes the examples of a batch: example {} has loss {:.6} and gradient norm {:.6} in a batch of {} but {:.6} and {:.6} alone, so one example's influence is not bounded by the clip norm and no epsilon would hold; each example's loss must depend on that example only (no batch mean, batch normalisation or term across examples; dp_engine::loss::cross_entropy gives per-example losses)",
+            "it mixes the examples of a batch: example {} has loss {:.6} and gradient norm {:.6} in a batch of {} but {:.6} and {:.6} alone, so one example's influence is not bounded by the clip norm and no epsilon would hold; each example's loss must depend on that example only (no batch mean, batch normalisation or term across examples; dp_engine::lots::cross_entropy gives per-example losses)",
             group[i],
             t.0,
             t.1.sqrt(),

@@ -5,27 +5,25 @@
 //! parameter gradients, no tape, no clipping), so that time ratios are against what a user runs
 //! without DP. Both implement [`LotStep`], which is all `DpOptimizer` and the `dptrain` benchmark see.
 
-pub mod batching;
-pub mod dataset_lots;
+pub mod canaries;
 pub mod hook;
 pub mod independence;
-pub mod lot;
 pub mod plain;
 pub mod private;
 
 use crate::error::{EngineError, Result};
 use crate::grad_sample::batch::ClipSpec;
 use crate::grad_sample::params::ParamTable;
+use crate::lots::batching::Batching;
+use crate::lots::source::{LotMetrics, LotSource};
 use crate::noise::GaussianNoise;
-use crate::privacy_config::PrivacyConfig;
-use batching::Batching;
+use crate::privacy::config::PrivacyConfig;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Tensor};
 use dp_accounting::{LotSampling, PrivacyLedger};
 use dp_data::{ChaChaState, LotSampler, Sampling};
 use hook::StepHook;
-use lot::{LotMetrics, LotSource};
 
 /// What a step carries between steps besides the model and optimiser, as a checkpoint keeps it.
 #[derive(Debug, Clone)]

@@ -3,11 +3,11 @@
 //! no noise, no privacy: each step is recorded as a non-private release. Frozen parameters get no
 //! gradient, as in the private step.
 
-use super::batching::Batching;
-use super::lot::{LotMetrics, LotSource, batch_losses};
 use super::{LotStep, StepState};
 use crate::error::Result;
-use crate::phases::{Phase, timed};
+use crate::host::phases::{Phase, timed};
+use crate::lots::batching::Batching;
+use crate::lots::source::{LotMetrics, LotSource, batch_losses};
 use burn::module::{Module, ParamId};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;

@@ -7,18 +7,18 @@
 //! step the optimiser. The expected lot size, never
 //! the realised one, divides: the realised size depends on the data.
 
-use super::batching::Batching;
 use super::hook::StepHook;
-use super::lot::{LotMetrics, LotSource, lot_sum, mean_gradient};
 use super::{LotStep, StepState, sampling_of};
-use crate::allocation::{NoiseAllocation, StepNoise};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::ParamGrad;
 use crate::grad_sample::batch::{ClipSpec, gradients_params};
 use crate::grad_sample::params::ParamTable;
-use crate::mechanism::Mechanism;
+use crate::host::phases::{Phase, timed};
+use crate::lots::batching::Batching;
+use crate::lots::source::{LotMetrics, LotSource, lot_sum, mean_gradient};
 use crate::noise::GaussianNoise;
-use crate::phases::{Phase, timed};
+use crate::privacy::mechanism::Mechanism;
+use crate::privacy::mechanism::allocation::{NoiseAllocation, StepNoise};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::{Device, Tensor};

@@ -10,7 +10,7 @@
 use dp_data::Result;
 use dp_data::SecretKey;
 use dp_data::safe_files::{OWNER_ONLY, file_error, read_secret, remove_if_present, write_atomic};
-use dp_engine::dp_checkpoint::StreamKeys;
+use dp_engine::checkpoint::StreamKeys;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

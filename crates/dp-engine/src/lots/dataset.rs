@@ -1,0 +1,85 @@
+//! Lots drawn from a Burn `Dataset`: the items of a lot's indices, batched by the user's Burn
+//! `Batcher` on the step's device, scored by the user's per-example loss. What a burn-train user
+//! already has (a dataset, a batcher, a forward pass) becomes a [`LotSource`] in one line.
+//!
+//! ```
+//! use burn::data::dataloader::batcher::Batcher;
+//! use burn::data::dataset::InMemDataset;
+//! use burn::tensor::{Device, Tensor, TensorData};
+//! use dp_engine::lots::DatasetLots;
+//! use dp_engine::lots::{ExampleLosses, LotSource};
+//!
+//! /// Rows of two features into a [B, 2] tensor.
+//! struct Rows;
+//! impl Batcher<[f32; 2], Tensor<2>> for Rows {
+//!     fn batch(&self, items: Vec<[f32; 2]>, device: &Device) -> Tensor<2> {
+//!         let n = items.len();
+//!         Tensor::from_data(TensorData::new(items.concat(), [n, 2]), device)
+//!     }
+//! }
+//!
+//! let data = InMemDataset::new(vec![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]);
+//! // A "model" that is one weight vector; each example's loss is its squared score.
+//! let lots = DatasetLots::new(data, Rows, |w: &Tensor<1>, x: Tensor<2>| ExampleLosses {
+//!     losses: (x * w.clone().unsqueeze::<2>()).sum_dim(1).squeeze_dim(1).powi_scalar(2),
+//!     correct: None,
+//! });
+//! let device = dp_engine::backend::cpu().device;
+//! let w = Tensor::<1>::from_data(TensorData::new(vec![1.0f32, -1.0], [2]), &device);
+//! assert_eq!(lots.len(), 3);
+//! let losses = lots.losses(&w, &[2, 0], &device)?.losses.into_data().to_vec::<f32>().unwrap();
+//! assert_eq!(losses, vec![1.0, 1.0]);
+//! # Ok::<(), dp_engine::EngineError>(())
+//! ```
+
+use super::source::{ExampleLosses, LotSource};
+use crate::error::{EngineError, Result};
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::Dataset;
+use burn::tensor::Device;
+use std::marker::PhantomData;
+
+/// The examples of a Burn `Dataset` of items `I`, batched into `O` by a Burn `Batcher`, with a
+/// per-example loss `loss(model, batch)` (one loss per item, in the batch's order).
+pub struct DatasetLots<D, B, L, I, O> {
+    dataset: D,
+    batcher: B,
+    loss: L,
+    items: PhantomData<fn(I) -> O>,
+}
+
+impl<D, B, L, I, O> DatasetLots<D, B, L, I, O> {
+    /// Lots of `dataset`'s items, batched by `batcher`, scored by `loss`.
+    pub fn new(dataset: D, batcher: B, loss: L) -> Self {
+        Self { dataset, batcher, loss, items: PhantomData }
+    }
+
+    /// The dataset (to evaluate on, or to read its size).
+    pub fn dataset(&self) -> &D {
+        &self.dataset
+    }
+}
+
+impl<M, D, B, L, I, O> LotSource<M> for DatasetLots<D, B, L, I, O>
+where
+    D: Dataset<I>,
+    B: Batcher<I, O>,
+    L: Fn(&M, O) -> ExampleLosses,
+{
+    fn len(&self) -> usize {
+        self.dataset.len()
+    }
+
+    /// An error when the dataset cannot give an item (a file behind it that fails).
+    fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses> {
+        let items = indices
+            .iter()
+            .map(|&i| {
+                self.dataset.get(i).map_err(|e| {
+                    EngineError::Data(format!("the dataset cannot give item {i} of {}: {e}", self.dataset.len()))
+                })
+            })
+            .collect::<Result<Vec<I>>>()?;
+        Ok((self.loss)(model, self.batcher.batch(items, device)))
+    }
+}
