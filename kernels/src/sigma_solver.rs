@@ -7,7 +7,7 @@
 //!
 //! The sensitivity set is a product of spheres ("blocks"): one sphere of radius alpha over all
 //! coordinates is the paper's L2 clipping (the solution is then the uniform alpha / sqrt(tau),
-//! docs/ARCHITECTURE.md, "The optimized additive noise mechanism"); one sphere of radius C_g per
+//! docs/MECHANISMS.md, "The optimized additive noise mechanism"); one sphere of radius C_g per
 //! group is group clipping, where the constraint is
 //! sum_g C_g^2 / sigma_g^2 <= tau and the closed form is sigma_g proportional to (C_g^2 / W_g)^(1/3).
 

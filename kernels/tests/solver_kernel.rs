@@ -1,6 +1,6 @@
 //! The fused sigma-solver kernel against its f64 CPU reference and against the closed form: under
 //! one sphere (L2 clipping) the exact solution is the uniform alpha / sqrt(tau)
-//! (docs/ARCHITECTURE.md, "The optimized additive noise mechanism").
+//! (docs/MECHANISMS.md, "The optimized additive noise mechanism").
 
 use burn::tensor::{Device, Tensor, TensorData};
 use dp_kernels::sigma_solver::{Block, SolverSchedule, solve};

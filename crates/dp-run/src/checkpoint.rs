@@ -5,7 +5,7 @@
 //! so that nobody without the key can edit a checkpoint into one that verifies. Written
 //! atomically (`safe_files::write_atomic`), so a run killed at any moment resumes from a
 //! complete state. Loading checks the MAC; what the privacy claim depends on is then checked
-//! against the run by the library (`dp_checkpoint::restore`).
+//! against the run by the library (`dp_engine::checkpoint::restore`).
 //!
 //! Layout: `DPTCKPT6` | header length (u64 LE) | header JSON | the library's checkpoint (one
 //! burnpack, `DpCheckpoint::to_bytes`) | MAC.

@@ -1,5 +1,5 @@
 //! Xiang, Yang and Li (the optimized additive noise mechanism): the per-step budget of Eq. 12 and the per-step Gaussian condition
-//! sum_i Delta_i^2 / sigma_i^2 <= tau, as printed and corrected (docs/ARCHITECTURE.md, "The
+//! sum_i Delta_i^2 / sigma_i^2 <= tau, as printed and corrected (docs/MECHANISMS.md, "The
 //! optimized additive noise mechanism").
 
 use crate::error::{AccountingError, Result};

@@ -2,8 +2,8 @@
 //! `PrivacyEngine.save_checkpoint`): the model and the optimiser as Burn records, the privacy
 //! ledger, the positions of the lot sampler's and the noise's random streams, and the noise
 //! allocation's state. The streams' keys are not in it: they are [`StreamKeys`], kept apart
-//! (derived from the seed of a seeded run). Resuming ([`restore`]) checks everything the privacy
-//! claim depends on against the run's configuration and keys before a step is taken: the step
+//! (derived from the seed of a seeded run). Resuming ([`super::restore`]) checks everything the
+//! privacy claim depends on against the run's configuration and keys before a step is taken: the step
 //! counts, every ledger event (exactly the event a step of this mechanism at the plan's rate and
 //! sampling records, with an admitted noise multiplier), the sampler replayed from
 //! its key, the noise stream's position, and the allocation's state. The `dptrain` app's run
@@ -19,14 +19,15 @@ use crate::error::{EngineError, Result};
 use crate::optim::parameter_average::ParameterAverage;
 use crate::step::StepState;
 use crate::tensor_io::to_host;
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::ModuleOptimizer;
-use burn::tensor::Bytes;
+use burn::tensor::{Bytes, Tensor};
 use burn_pack::{DType, Reader, Tensor as PackTensor, Writer};
 use dp_accounting::PrivacyLedger;
 use dp_data::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_data::{ChaChaPosition, SamplerPosition};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -224,4 +225,19 @@ impl DpCheckpoint {
         let allocation = (!allocation.is_empty()).then_some(allocation);
         Ok(Self { header, model, optimizer, allocation, average })
     }
+}
+
+/// Hex SHA-256 of the values of every parameter of `model`, in its visiting order.
+pub fn values_digest<M: Module>(model: &M) -> String {
+    struct Hash(Sha256);
+    impl ModuleVisitor for Hash {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            for x in to_host(&param.val()) {
+                self.0.update(x.to_le_bytes());
+            }
+        }
+    }
+    let mut hash = Hash(Sha256::new());
+    model.visit(&mut hash);
+    hex::encode(hash.0.finalize())
 }

@@ -6,6 +6,6 @@
 pub(crate) mod format;
 pub(crate) mod keys;
 pub(crate) mod restore;
-pub use format::{AverageMeta, AverageRecord, DpCheckpoint, DpStateHeader};
+pub use format::{AverageMeta, AverageRecord, DpCheckpoint, DpStateHeader, values_digest};
 pub use keys::StreamKeys;
-pub use restore::{Restored, restore, values_digest};
+pub use restore::{Restored, restore};

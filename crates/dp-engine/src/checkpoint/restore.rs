@@ -14,29 +14,13 @@ use crate::optim::parameter_average::ParameterAverage;
 use crate::privacy::config::PrivacyConfig;
 use crate::privacy::plan::{Plan, sampling};
 use crate::step::StepState;
-use crate::tensor_io::{to_host, vector};
-use burn::module::{Module, ModuleVisitor, Param};
+use crate::tensor_io::vector;
+use burn::module::Module;
 use burn::optim::{ModuleOptimizer, OptimizerRecord};
 use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device, Tensor};
 use dp_accounting::{DpEvent, PrivacyLedger};
 use dp_data::LotSampler;
-use sha2::{Digest, Sha256};
-
-/// Hex SHA-256 of the values of every parameter of `model`, in its visiting order.
-pub fn values_digest<M: Module>(model: &M) -> String {
-    struct Hash(Sha256);
-    impl ModuleVisitor for Hash {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            for x in to_host(&param.val()) {
-                self.0.update(x.to_le_bytes());
-            }
-        }
-    }
-    let mut hash = Hash(Sha256::new());
-    model.visit(&mut hash);
-    hex::encode(hash.0.finalize())
-}
 
 /// A run's state restored from a checkpoint: the model and optimiser, the step's state and the
 /// steps taken.

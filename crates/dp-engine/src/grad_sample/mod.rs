@@ -1,5 +1,5 @@
 //! Per-example gradients of ordinary Burn modules built from DP layers (`crate::nn`), without a
-//! per-example loop (docs/ARCHITECTURE.md, "Per-example gradients of ordinary Burn modules").
+//! per-example loop (docs/MECHANISMS.md, "Per-example gradients of ordinary Burn modules").
 //!
 //! While [`tape::recording`] runs a user's forward pass, every DP layer records what its
 //! per-example gradients need (its input, detached) and taps its output (`tap`: Burn 0.22 has no

@@ -1,7 +1,7 @@
 //! Where a step's examples come from: the [`LotSource`] trait (one loss per example, any model,
-//! any label), a Burn `Dataset` and `Batcher` as one ([`DatasetLots`]), image classification
-//! ([`CrossEntropyLots`]), augmented views of every example ([`AugmentedLots`]), and the
-//! per-example losses and evaluation those need.
+//! any label), a lot cut into physical batches ([`Batching`]), a Burn `Dataset` and `Batcher` as
+//! one ([`DatasetLots`]), image classification ([`CrossEntropyLots`]), augmented views of every
+//! example ([`AugmentedLots`]), and the per-example losses and evaluation those need.
 
 pub(crate) mod augmented;
 pub(crate) mod batching;

@@ -3,7 +3,7 @@
 //! pass for max pooling, GroupNorm / LayerNorm's normalisation and tanh), each keeping Burn's own
 //! operations on every other backend. The DP layers (`crate::nn`) and the zoo's models call
 //! them; a user's model reaches them through those layers, or calls them as any Burn operation.
-//! (Their host helpers, `flex_host` and `host_gemm`, sit below both `ops` and `grad_sample`.)
+//! (Their host helpers, `host::flex` and `host::gemm`, sit below both `ops` and `grad_sample`.)
 
 pub mod conv;
 pub mod normalize;

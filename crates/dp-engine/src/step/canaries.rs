@@ -7,7 +7,7 @@
 //! in, Poisson-sampled into a lot like every record; a mechanism that computes the full-data
 //! gradient w (optimized-paper) sees the included canaries in it too. The coordinates are those
 //! where the step's noise is smallest against v (for optimized-paper its smallest sigmas: the
-//! worst case of docs/ARCHITECTURE.md, "The optimized additive noise mechanism"), chosen from an
+//! worst case of docs/MECHANISMS.md, "The optimized additive noise mechanism"), chosen from an
 //! allocation computed before any canary counts, so
 //! that the choice does not depend on which are in. The auditor knows every other record (DP's
 //! threat model): it scores canary i by the log likelihood ratio, "sampled with probability q"

@@ -2,7 +2,7 @@
 //! allocation implements (its state, what a checkpoint keeps of it, how it is restored), and the
 //! uniform allocation of DP-SGD and DP-LSSGD (sigma = z C everywhere). The allocations with state
 //! live in their mechanism's file: per-layer sigmas in `mechanism::optimized`, Xiang et al.'s
-//! per-coordinate sphere in `mechanism::optimized_paper` (docs/ARCHITECTURE.md, "The optimized
+//! per-coordinate sphere in `mechanism::optimized_paper` (docs/MECHANISMS.md, "The optimized
 //! additive noise mechanism").
 
 use crate::error::{EngineError, Result};

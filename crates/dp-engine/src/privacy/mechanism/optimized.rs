@@ -1,4 +1,4 @@
-//! `--mechanism optimized`, Xiang et al.'s allocation made sound (docs/ARCHITECTURE.md, "The
+//! `--mechanism optimized`, Xiang et al.'s allocation made sound (docs/MECHANISMS.md, "The
 //! optimized additive noise mechanism"): each DP layer g is clipped to C_g = C / sqrt(G) and gets
 //! its own sigma_g from Xiang et al.'s solver (one sphere of radius C_g per layer), under
 //! sum_g C_g^2 / sigma_g^2 = 1 / z^2, so the step is exactly the Gaussian mechanism with noise

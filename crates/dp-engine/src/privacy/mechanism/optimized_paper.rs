@@ -4,7 +4,7 @@
 //! every `sensitivity_every` lots) under L2 clipping (one sphere of radius C). Its epsilon is the
 //! paper's claim (label paper-bound); beside it, the epsilon of the Gaussian mechanism with the
 //! smallest sigma used, labelled none because w is computed from the private data and released
-//! into the noise without accounting (docs/ARCHITECTURE.md, "The optimized additive noise
+//! into the noise without accounting (docs/MECHANISMS.md, "The optimized additive noise
 //! mechanism").
 
 use super::registered::{Registered, typed_options};
