@@ -16,8 +16,8 @@
 #                                       # here: the same steps on lavapipe and PyTorch's CPU
 #
 # .gpu-check/ holds dptrain.xz (the release binary with wgpu and CUDA, stripped), the opacus wheel
-# (the machine has torch, not opacus) and Debian's Vulkan loader (for wgpu, where the machine has
-# only NVIDIA's driver); .gpu-check-data/ Fashion-MNIST as xz. DIR defaults to $OUT. Other flags
+# (the machine has torch, not opacus) and Debian's Vulkan loader with the GL dispatch libraries
+# (for wgpu, where the machine has only NVIDIA's driver); .gpu-check-data/ Fashion-MNIST as xz. DIR defaults to $OUT. Other flags
 # go to scripts/gpu_check.py (--phases, --only, --rounds, --steps, --deadline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +53,9 @@ if [ "$mode" = prepare ]; then
     # The x86 filter and a dictionary the size of the binary: 39 MB where plain xz -9 gives 40.
     xz --x86 --lzma2=preset=9e,dict=192MiB -T1 "$pack/dptrain"
     python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: -d "$pack" opacus==1.6.0
-    (cd "$pack" && apt-get -o APT::Sandbox::User=root download -qq libvulkan1)
+    # The Vulkan loader, and the GL dispatch libraries NVIDIA's Vulkan driver (libGLX_nvidia) links:
+    # a bare machine has the driver without them, and wgpu then finds no adapter.
+    (cd "$pack" && apt-get -o APT::Sandbox::User=root download -qq libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2)
     source="${DPTRAIN_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
     for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
         if [ -f "$source/$f.gz" ]; then gzip -dc "$source/$f.gz"; else cat "$source/$f"; fi | xz -9e -T1 >"$data/$f.xz"
@@ -88,7 +90,7 @@ if [ ! -x "$unpacked/dptrain" ]; then
     unxz "$pack/dptrain.xz" "$unpacked/dptrain.part" && chmod +x "$unpacked/dptrain.part"
     mv "$unpacked/dptrain.part" "$unpacked/dptrain"
 fi
-if ! ldconfig -p | grep -q libvulkan.so.1; then
+if ! ldconfig -p | grep -q libvulkan.so.1 || ! ldconfig -p | grep -q libGLdispatch.so.0; then
     for f in "$pack"/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi

@@ -78,6 +78,12 @@ class Check:
         self.log(f"  exit {run.returncode} after {seconds:.1f} s")
         return seconds, run
 
+    def usable(self):
+        """The devices the benchmarks run on: those whose self-test passed (a device that cannot
+        open, or fails a check, is refused by dptrain), all of them when the self-test did not run."""
+        tested = self.results["phases"].get("selftest", {})
+        return [d for d in self.args.devices if d not in tested or tested[d].get("exit") == 0]
+
     def save(self):
         self.results["seconds"] = round(time.monotonic() - self.started, 1)
         with open(os.path.join(self.args.out, "gpu-check.json"), "w") as f:
@@ -96,6 +102,7 @@ def environment(c):
         info["gpu"] = smi.stdout.strip() or smi.stderr.strip()
     except (OSError, subprocess.TimeoutExpired) as e:
         info["gpu"] = f"no nvidia-smi ({e.__class__.__name__})"
+    info["vulkan"] = vulkan_drivers()
     _, version = c.dptrain(["--version"])
     info["dptrain"] = version.stdout.strip()
     torch, opacus = side_by_side.import_torch()
@@ -103,6 +110,37 @@ def environment(c):
     if torch is not None and c.args.torch_device == "cuda":
         info["torch_cuda"] = f"{torch.version.cuda} on {torch.cuda.get_device_name(0)}"
     return info
+
+
+def vulkan_drivers():
+    """The Vulkan drivers the loader can find, and the libraries each lacks (why wgpu may see no
+    adapter on a machine whose GPU works)."""
+    found = []
+    folders = ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/nvidia/share/vulkan/icd.d"]
+    listed = [f for f in os.environ.get("VK_DRIVER_FILES", os.environ.get("VK_ICD_FILENAMES", "")).split(":") if f]
+    for path in listed + [os.path.join(d, f) for d in folders if os.path.isdir(d) for f in sorted(os.listdir(d))]:
+        try:
+            library = json.load(open(path))["ICD"]["library_path"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            found.append(f"{path}: unreadable ({e.__class__.__name__})")
+            continue
+        if not os.path.isabs(library):  # a bare name: where the dynamic loader finds it
+            try:
+                cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
+            except OSError:
+                cache = []
+            hits = [line.split(" => ")[-1].strip() for line in cache if line.strip().startswith(library + " ")]
+            if not hits:
+                found.append(f"{path} -> {library}: not on the loader's path")
+                continue
+            library = hits[0]
+        try:
+            ldd = subprocess.run(["ldd", library], capture_output=True, text=True, timeout=30).stdout
+            missing = [line.split()[0] for line in ldd.splitlines() if "not found" in line]
+        except (OSError, subprocess.TimeoutExpired):
+            missing = ["(ldd failed)"]
+        found.append(f"{path} -> {library}" + (f", lacks {' '.join(missing)}" if missing else ""))
+    return found or ["no Vulkan driver manifest found"]
 
 
 def selftest(c):
@@ -121,17 +159,19 @@ def selftest(c):
 def side_by_side_phase(c):
     shapes = side_by_side.WORKLOADS[c.args.shapes]
     chosen = [w for w in shapes if not c.args.only or w[0] in c.args.only.split(",")]
-    rows = side_by_side.side_by_side(c.args.dptrain, c.args.torch_device, c.args.devices, chosen, c.args.rounds,
+    devices = c.usable()
+    rows = side_by_side.side_by_side(c.args.dptrain, c.args.torch_device, devices, chosen, c.args.rounds,
                                      c.args.steps, env=c.env, log=c.log_file,
                                      deadline=time.monotonic() + c.left())
-    return {"rounds": c.args.rounds, "steps": c.args.steps, "torch_device": c.args.torch_device, "rows": rows}
+    return {"rounds": c.args.rounds, "steps": c.args.steps, "torch_device": c.args.torch_device, "devices": devices,
+            "rows": rows}
 
 
 def cold_start(c):
     out = {}
     bench = ["bench", "--model", "mnist-cnn", "--lot-size", "256", "--iterations", "1", "--warmup", "0",
              "--mechanisms", "gaussian", "--activation", "relu"]
-    for device in c.args.devices:
+    for device in c.usable():
         cache = os.path.join(c.work, f"cold-{device}")
         # CubeCL's caches, Mesa's and NVIDIA's shader caches, all in one empty folder.
         env = dict(c.env, XDG_CACHE_HOME=cache, __GL_SHADER_DISK_CACHE_PATH=cache)
@@ -143,8 +183,16 @@ def cold_start(c):
     return out
 
 
+def first_usable(c):
+    """The device the single-device phases run on: the first whose self-test passed."""
+    devices = c.usable()
+    if not devices:
+        raise RuntimeError(f"no device of {', '.join(c.args.devices)} passed its self-test")
+    return devices[0]
+
+
 def main_job(c):
-    device = c.args.devices[0]
+    device = first_usable(c)
     args = [*MAIN_JOB, "--device", device, "--out-dir", os.path.join(c.work, "main-job"), "--overwrite", "--json"]
     if c.args.data_dir:
         args += ["--data-dir", c.args.data_dir]
@@ -161,7 +209,7 @@ def main_job(c):
 
 
 def kernels(c):
-    device = c.args.devices[0]
+    device = first_usable(c)
     out = {}
     for model, dataset, lot in c.args.profiled:
         folder = os.path.join(c.work, f"profile-{model}")
@@ -200,7 +248,7 @@ def kernels(c):
 def step_phases(c):
     """Where each step's time goes on the GPU (`dptrain bench --phases`): none and gaussian, each
     phase timed between device synchronisations, median ms per lot."""
-    device = c.args.devices[0]
+    device = first_usable(c)
     out = {}
     for model, dataset, lot in c.args.profiled:
         bench = ["bench", "--model", model, "--dataset", dataset, "--lot-size", str(lot), "--activation", "relu",
@@ -239,7 +287,7 @@ def markdown(r):
     if "side-by-side" in phases:
         p = phases["side-by-side"]
         lines += ["", f"## ms per step (median of {p['rounds']} interleaved rounds x {p['steps']} steps; "
-                  f"PyTorch on {p['torch_device']})", "", side_by_side.table(p["rows"], env.get("devices", []))]
+                  f"PyTorch on {p['torch_device']})", "", side_by_side.table(p["rows"], p.get("devices", env.get("devices", [])))]
     if "cold-start" in phases:
         lines += ["", "## cold start: one-lot bench, wall time (s)", "", "| device | empty caches | caches kept |",
                   "|---|---|---|"]
@@ -279,6 +327,9 @@ def main():
     parser.add_argument("--main-job-epochs", type=int, help="fewer epochs than the main job's 40 (a dry run)")
     parser.add_argument("--deadline", type=float, default=450, help="seconds; phases that would start later are skipped")
     args = parser.parse_args()
+    # Phases run dptrain from folders of their own (the profiler reads cubecl.toml there).
+    args.dptrain = os.path.abspath(args.dptrain)
+    args.data_dir = args.data_dir and os.path.abspath(args.data_dir)
     args.devices = ["wgpu"] if args.dry_run else ["cuda", "wgpu"]
     args.torch_device = "cpu" if args.dry_run else "cuda"
     args.shapes = "cpu" if args.dry_run else "gpu"

@@ -2,9 +2,9 @@
 //! backend kept as the oracle tests' reference (`ndarray`), wgpu (a real GPU, or Mesa's
 //! lavapipe software rasteriser where there is none, which is how CI tests the wgpu path), or
 //! CUDA in a build with the `cuda` feature (an NVIDIA GPU; `auto` prefers it there). Opening a
-//! device is not running on it: `auto` takes a GPU only once it passed a smoke run of the
-//! engine's own kernels (the prover given to [`DeviceChoice::open_with`]; dp-engine's
-//! `OpenDevice::open` gives its self-test's), else goes on to the next device.
+//! device is not running on it: a GPU is taken only once it passed a smoke run of the engine's
+//! own kernels (the prover given to [`DeviceChoice::open_with`]; dp-engine's `OpenDevice::open`
+//! gives its self-test's); `auto` then goes on to the next device, a named GPU is refused.
 
 use burn::backend::DispatchDevice;
 use burn::tensor::Device;
@@ -178,8 +178,10 @@ pub fn ndarray() -> SelectedDevice {
 }
 
 impl DeviceChoice {
-    /// Opens the chosen device: a named one as it is (one that does not open is an error that
-    /// says why); `auto` the first of [`AUTO`] that opens and passes `prove`, else the CPU.
+    /// Opens the chosen device: a named GPU (wgpu, cuda) once it passes `prove`, else an error
+    /// that says which check it failed (as one that does not open says why); `auto` the first
+    /// of [`AUTO`] that opens and passes `prove`, else the CPU. The CPU backends are the
+    /// references the proof compares against, so they open as they are.
     pub fn open_with(
         self,
         prove: &dyn Fn(&SelectedDevice) -> Result<(), String>,
@@ -187,10 +189,25 @@ impl DeviceChoice {
         match self {
             DeviceChoice::Cpu => Ok(cpu()),
             DeviceChoice::Ndarray => Ok(ndarray()),
-            DeviceChoice::Wgpu => open_wgpu(),
-            DeviceChoice::Cuda => open_cuda(),
+            DeviceChoice::Wgpu => proven(open_wgpu()?, prove),
+            DeviceChoice::Cuda => proven(open_cuda()?, prove),
             DeviceChoice::Auto => Ok(auto(&AUTO, prove)),
         }
+    }
+}
+
+/// A named GPU, refused where it fails `prove`: a device that computes something other than
+/// the noise and clipping the privacy analysis assumes is not run on, named or not.
+fn proven(
+    device: SelectedDevice,
+    prove: &dyn Fn(&SelectedDevice) -> Result<(), String>,
+) -> Result<SelectedDevice, DeviceError> {
+    match prove(&device) {
+        Ok(()) => Ok(device),
+        Err(why) => Err(DeviceError(format!(
+            "{} ({}) failed its smoke run, so nothing runs on it: {why} (its self-test reports every check)",
+            device.backend, device.name
+        ))),
     }
 }
 
@@ -250,6 +267,24 @@ mod tests {
         assert_eq!(printed, ["failing"], "only a device that opened and failed is told of");
         let chosen = auto(&[closed, proving], &|_| Ok(()));
         assert_eq!((chosen.backend, chosen.tried.last().map(|t| t.device.as_str())), ("ndarray", Some("proving")));
+    }
+
+    /// A named GPU that fails its smoke run is refused in a line that says which check, and one
+    /// that passes is taken; the CPU backends are the references and open unproven.
+    #[test]
+    fn a_named_gpu_is_taken_only_once_proven() {
+        let planted = |_: &SelectedDevice| Err("dp-step: norms off by 1.65".to_string());
+        assert_eq!(DeviceChoice::Cpu.open_with(&planted).map(|d| d.backend).ok(), Some("cpu"));
+        assert_eq!(DeviceChoice::Ndarray.open_with(&planted).map(|d| d.backend).ok(), Some("ndarray"));
+        if crate::wgpu_probe::wgpu_for_tests().is_some() {
+            let refused = DeviceChoice::Wgpu.open_with(&planted).expect_err("a failing GPU was taken").to_string();
+            assert!(refused.starts_with("device: wgpu ("), "{refused}");
+            assert!(
+                refused.contains("failed its smoke run, so nothing runs on it: dp-step: norms off by 1.65"),
+                "{refused}"
+            );
+            assert_eq!(DeviceChoice::Wgpu.open_with(&|_| Ok(())).map(|d| d.backend).ok(), Some("wgpu"));
+        }
     }
 
     /// A Burn device a user holds maps to the backend it runs on, autodiff or not.

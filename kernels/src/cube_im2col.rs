@@ -1,13 +1,13 @@
 //! The im2col kernel for CubeCL devices: one unit per element of the patches [B, C*kh*kw, P],
 //! reading its input element or writing zero in the padding (the CPU version is `im2col`).
 
+use crate::cube_output::contiguous_output;
 use crate::im2col::Patches;
 use burn::backend::DType;
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 use burn_cubecl::cubecl::{CubeDim, calculate_cube_count_elemwise};
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 
 /// The sizes a launch needs.
@@ -64,7 +64,7 @@ pub fn im2col(x: CubeTensor, p: &Patches) -> CubeTensor {
     let [ho, wo] = p.output_size([h, w]);
     let [kh, kw] = p.kernel;
     let shape = [b, c * kh * kw, ho * wo];
-    let out = empty_device_dtype(x.client.clone(), x.device.clone(), shape.into(), DType::F32);
+    let out = contiguous_output(&x, shape, DType::F32);
     let n = b * c * kh * kw * ho * wo;
     let dim = CubeDim::new_1d(256);
     let count = calculate_cube_count_elemwise(&x.client, n, dim);

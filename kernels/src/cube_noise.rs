@@ -3,12 +3,12 @@
 //! elements: the noise never touches memory, and the gradient is read and written once.
 
 use crate::chacha::{CONSTANTS, StreamPosition};
+use crate::cube_output::contiguous_output;
 use burn::backend::DType;
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 use burn_cubecl::cubecl::{CubeDim, calculate_cube_count_elemwise};
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 
 /// Units per cube.
@@ -204,7 +204,7 @@ pub fn noisy_scale(grad: CubeTensor, sigma: CubeTensor, position: &StreamPositio
     let grad = into_contiguous(grad);
     let sigma = into_contiguous(sigma);
     let shape = grad.meta.shape().clone();
-    let out = empty_device_dtype(grad.client.clone(), grad.device.clone(), shape.clone(), DType::F32);
+    let out = contiguous_output(&grad, shape.clone(), DType::F32);
     let (count, dim) = geometry(&grad, shape.num_elements().div_ceil(8));
     noisy_scale_kernel::launch(
         &out.client,
@@ -221,7 +221,7 @@ pub fn noisy_scale(grad: CubeTensor, sigma: CubeTensor, position: &StreamPositio
 
 /// The first `n` words of `position` as a u32 tensor on `like`'s device.
 pub fn words(like: &CubeTensor, position: &StreamPosition, n: usize) -> CubeTensor {
-    let out = empty_device_dtype(like.client.clone(), like.device.clone(), [n].into(), DType::U32);
+    let out = contiguous_output(like, [n], DType::U32);
     let (count, dim) = geometry(like, n.div_ceil(16));
     words_kernel::launch(&out.client, count, dim, out.clone().into_tensor_arg(), ChaChaKey::launch(position));
     out

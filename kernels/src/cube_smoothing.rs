@@ -1,6 +1,7 @@
 //! The Laplacian smoothing kernel for CubeCL devices: one unit per output element accumulates the
 //! circulant convolution with the closed-form taps (`smoothing::Taps`), one pass over the tensor.
 
+use crate::cube_output::contiguous_output;
 use crate::smoothing::Taps;
 use burn::backend::DType;
 use burn::backend::ops::FloatTensorOps;
@@ -9,7 +10,6 @@ use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 use burn_cubecl::cubecl::{CubeDim, calculate_cube_count_elemwise};
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 
 /// out_j = sum_k c_k v_{j-k} (full) or c_0 v_j + sum_{k>=1} c_k (v_{j+k} + v_{j-k}), indices mod d.
@@ -41,7 +41,7 @@ pub fn circulant(v: CubeTensor, taps: &Taps) -> CubeTensor {
     let n = shape.num_elements();
     let data = TensorData::new(taps.values.clone(), [taps.values.len()]);
     let taps_tensor = burn_cubecl::CubeBackend::float_from_data(data, &v.device);
-    let out = empty_device_dtype(v.client.clone(), v.device.clone(), shape, DType::F32);
+    let out = contiguous_output(&v, shape, DType::F32);
     let dim = CubeDim::new_1d(256);
     let count = calculate_cube_count_elemwise(&v.client, n, dim);
     circulant_kernel::launch(

@@ -5,13 +5,13 @@
 //! problems run in several launches so that no shader exceeds lavapipe's loop cap. The
 //! arithmetic is that of `sigma_solver::solve` (the CPU reference, in f64) step for step.
 
+use crate::cube_output::contiguous_output;
 use crate::sigma_solver::SolverSchedule;
 use burn::backend::DType;
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 use burn_cubecl::cubecl::{CubeCount, CubeDim};
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 
 /// Units in the solver's one cube.
@@ -198,8 +198,8 @@ pub fn sphere_sigma(weights: CubeTensor, alpha: f32, tau: f32, schedule: &Solver
     let shape = weights.meta.shape().clone();
     let d = shape.num_elements();
     let (client, device) = (weights.client.clone(), weights.device.clone());
-    let delta = empty_device_dtype(client.clone(), device.clone(), shape.clone(), DType::F32);
-    let sigma = empty_device_dtype(client.clone(), device.clone(), shape, DType::F32);
+    let delta = contiguous_output(&weights, shape.clone(), DType::F32);
+    let sigma = contiguous_output(&weights, shape, DType::F32);
     let done = burn_cubecl::ops::numeric::zeros_client(client.clone(), device, [1].into(), DType::U32);
     let per_unit = d.div_ceil(UNITS);
     let per_launch = (LOOP_BUDGET / (3 * per_unit + 1)).max(1);

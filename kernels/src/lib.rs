@@ -22,6 +22,7 @@ pub mod chacha;
 pub mod clipping;
 mod cube_im2col;
 mod cube_noise;
+mod cube_output;
 mod cube_smoothing;
 mod cube_solver;
 pub mod device_ops;

@@ -1,6 +1,6 @@
-//! The device a command asks for, opened as a run should: `auto` proves a GPU with the smoke run
-//! of the engine's kernels before it takes it (`dp_engine::OpenDevice`), and each device it
-//! passed over is one line on stderr, naming it and why.
+//! The device a command asks for, opened as a run should: a GPU is proven with the smoke run of
+//! the engine's kernels before it is taken (`dp_engine::OpenDevice`): one named that fails is an
+//! error, and each device `auto` passed over is one line on stderr, naming it and why.
 
 use anyhow::Result;
 use dp_engine::{DeviceChoice, OpenDevice, SelectedDevice};

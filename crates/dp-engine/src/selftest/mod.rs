@@ -89,10 +89,10 @@ pub fn run(device: &Device, tap: &dyn Tap) -> Vec<Check> {
     SUITES.iter().flat_map(|suite| run_suite(suite, device, tap)).collect()
 }
 
-/// Opening a device the way a run should: `auto` proves a GPU with the smoke run before it
-/// takes it (a named device opens as it is).
+/// Opening a device the way a run should: a GPU, named or found by `auto`, is proven with the
+/// smoke run before it is taken (`auto` passes over one that fails; a named one is refused).
 pub trait OpenDevice {
-    /// The device, `auto`'s proven (see [`smoke_run`]).
+    /// The device, a GPU proven (see [`smoke_run`]).
     fn open(self) -> Result<SelectedDevice, DeviceError>;
 }
 
