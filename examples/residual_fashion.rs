@@ -20,20 +20,24 @@ use std::time::Instant;
 /// conv -> GroupNorm -> ReLU -> conv -> GroupNorm, added to its input, then ReLU.
 #[derive(Module, Debug)]
 struct ResidualBlock {
-    conv1: DpConv2d,
-    norm1: DpGroupNorm,
-    conv2: DpConv2d,
-    norm2: DpGroupNorm,
+    conv1: Conv2d,
+    norm1: GroupNorm,
+    conv2: Conv2d,
+    norm2: GroupNorm,
 }
 
 impl ResidualBlock {
     fn new(channels: usize, device: &burn::tensor::Device) -> Self {
-        let conv = || DpConv2dConfig::new([channels, channels], [3, 3]).with_padding([1, 1]).with_bias(false);
+        let conv = || {
+            Conv2dConfig::new([channels, channels], [3, 3])
+                .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+                .with_bias(false)
+        };
         Self {
             conv1: conv().init(device),
-            norm1: DpGroupNormConfig::new(4, channels).init(device),
+            norm1: GroupNormConfig::new(4, channels).init(device),
             conv2: conv().init(device),
-            norm2: DpGroupNormConfig::new(4, channels).init(device),
+            norm2: GroupNormConfig::new(4, channels).init(device),
         }
     }
 
@@ -46,26 +50,30 @@ impl ResidualBlock {
 /// 28x28 -> stem (stride 2, 14x14x16) -> block -> down (stride 2, 7x7x32) -> block -> head.
 #[derive(Module, Debug)]
 struct ResNet {
-    stem: DpConv2d,
-    stem_norm: DpGroupNorm,
+    stem: Conv2d,
+    stem_norm: GroupNorm,
     block1: ResidualBlock,
-    down: DpConv2d,
-    down_norm: DpGroupNorm,
+    down: Conv2d,
+    down_norm: GroupNorm,
     block2: ResidualBlock,
-    head: DpLinear,
+    head: Linear,
 }
 
 impl ResNet {
     fn new(device: &burn::tensor::Device) -> Self {
-        let strided = |c_in, c_out| DpConv2dConfig::new([c_in, c_out], [3, 3]).with_stride([2, 2]).with_padding([1, 1]);
+        let strided = |c_in, c_out| {
+            Conv2dConfig::new([c_in, c_out], [3, 3])
+                .with_stride([2, 2])
+                .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+        };
         Self {
             stem: strided(1, 16).init(device),
-            stem_norm: DpGroupNormConfig::new(4, 16).init(device),
+            stem_norm: GroupNormConfig::new(4, 16).init(device),
             block1: ResidualBlock::new(16, device),
             down: strided(16, 32).init(device),
-            down_norm: DpGroupNormConfig::new(4, 32).init(device),
+            down_norm: GroupNormConfig::new(4, 32).init(device),
             block2: ResidualBlock::new(32, device),
-            head: DpLinearConfig::new(32 * 7 * 7, 10).init(device),
+            head: LinearConfig::new(32 * 7 * 7, 10).init(device),
         }
     }
 }

@@ -26,17 +26,17 @@ const HIDDEN: usize = 8;
 /// An MLP with one LayerNorm'd hidden layer.
 #[derive(Module, Debug)]
 struct Mlp {
-    hidden: DpLinear,
-    norm: DpLayerNorm,
-    out: DpLinear,
+    hidden: Linear,
+    norm: LayerNorm,
+    out: Linear,
 }
 
 impl Mlp {
     fn new(features: usize, classes: usize, device: &Device) -> Self {
         Self {
-            hidden: DpLinearConfig::new(features, HIDDEN).init(device),
-            norm: DpLayerNormConfig::new(HIDDEN).init(device),
-            out: DpLinearConfig::new(HIDDEN, classes).init(device),
+            hidden: LinearConfig::new(features, HIDDEN).init(device),
+            norm: LayerNormConfig::new(HIDDEN).init(device),
+            out: LinearConfig::new(HIDDEN, classes).init(device),
         }
     }
 

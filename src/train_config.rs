@@ -146,7 +146,7 @@ impl Default for TrainConfig {
             augment_mirror: None,
             accountant: AccountantName::Rdp,
             seed: None,
-            checkpoint_every: 200,
+            checkpoint_every: dp_run::CHECKPOINT_EVERY,
             out_dir: PathBuf::from("runs/latest"),
             mechanism_options: toml::Table::new(),
         }

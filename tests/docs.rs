@@ -96,3 +96,31 @@ fn the_readme_is_a_ten_minute_read() {
     let lines = std::fs::read_to_string(root().join("README.md")).unwrap().lines().count();
     assert!(lines <= 200, "README.md has {lines} lines (at most 200: the rest belongs in docs/)");
 }
+
+/// The lines of `private` (its code: `//!` lines aside) that are not in `plain`, and the lines
+/// of `plain` not in `private`, by the longest common subsequence of lines (what a diff shows).
+fn differing_lines(plain: &str, private: &str) -> (usize, usize) {
+    let code =
+        |text: &str| -> Vec<String> { text.lines().filter(|l| !l.starts_with("//!")).map(str::to_string).collect() };
+    let (a, b) = (code(plain), code(private));
+    let mut common = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            common[i][j] = if a[i] == b[j] { common[i + 1][j + 1] + 1 } else { common[i + 1][j].max(common[i][j + 1]) };
+        }
+    }
+    (b.len() - common[0][0], a.len() - common[0][0])
+}
+
+/// The burn-nn CNN made private and resumable (`crates/dp-run/examples/burn_cnn.rs`) differs
+/// from its plain Burn twin (`burn_cnn_plain.rs`) in the lines docs/LIBRARY.md counts, and no more.
+#[test]
+fn the_private_cnn_is_its_plain_twin_with_a_few_lines_changed() {
+    let read = |name: &str| std::fs::read_to_string(root().join("crates/dp-run/examples").join(name)).unwrap();
+    let (written, removed) = differing_lines(&read("burn_cnn_plain.rs"), &read("burn_cnn.rs"));
+    let library = std::fs::read_to_string(root().join("docs/LIBRARY.md")).unwrap();
+    let claim = format!("{written} lines of the private program differ from the plain one's");
+    assert!(library.contains(&claim), "docs/LIBRARY.md should say \"{claim}\" ({removed} of the plain one's go)");
+    assert!(written <= 14, "{written} lines changed to make the CNN private");
+    assert_eq!(differing_lines("a\nb\nc\n", "a\nB\nc\nd\n"), (2, 1), "a changed and an added line");
+}

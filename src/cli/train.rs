@@ -459,59 +459,21 @@ impl Shown<'_> {
                 let accuracy = accuracy.map_or(String::new(), |a| format!(" train acc {:.1}%", a * 100.0));
                 progress.set_status(format!("loss {loss:.3}{accuracy} {}", self.last_privacy));
             }
-            Told::Run(Event::Evaluated { step, test_accuracy, privacy }) => {
+            Told::Run(evaluated @ Event::Evaluated { privacy, .. }) => {
                 self.last_privacy = privacy.to_string();
-                progress.note(format!(
-                    "step {step}: {} accuracy {:.2}%, {}",
-                    self.evaluated_on,
-                    test_accuracy * 100.0,
-                    self.last_privacy
-                ));
+                evaluated.evaluated_line(self.evaluated_on).into_iter().for_each(|line| progress.note(line));
             }
         }
     }
 
     /// Shows the run's set-up and sets the bar to its planned steps.
     fn started(&self, event: &Event) {
-        let Event::Started {
-            device,
-            parameters,
-            frozen,
-            train_examples,
-            sample_rate,
-            noise_multiplier,
-            planned_steps,
-            start_step,
-            planned_privacy,
-            planned_sigma_privacy,
-            notes,
-        } = event
-        else {
+        let Event::Started { planned_steps, start_step, .. } = event else {
             return;
         };
-        let progress = self.progress;
-        progress.note(format!("device: {device}"));
-        let frozen = match frozen.len() {
-            0 => String::new(),
-            n => format!(" trained ({n} tensors frozen: {})", frozen.join(", ")),
-        };
-        progress.note(format!(
-            "model: {parameters} parameters{frozen}; {train_examples} training examples, sampling rate {sample_rate:.6}"
-        ));
-        let z = noise_multiplier.map_or("none".to_string(), |z| format!("{z:.4}"));
-        progress
-            .note(format!("privacy: noise multiplier {z}; the {planned_steps} planned steps spend {planned_privacy}"));
-        if let Some(p) = planned_sigma_privacy {
-            progress.note(format!("privacy of the smallest sigma used: {p}"));
-        }
-        for note in notes {
-            progress.note(format!("note: {note}"));
-        }
-        if *start_step > 0 {
-            progress.note(format!("resuming at step {start_step}"));
-        }
-        progress.set_length(*planned_steps);
-        progress.set_position(*start_step);
+        event.setup_lines().into_iter().for_each(|line| self.progress.note(line));
+        self.progress.set_length(*planned_steps);
+        self.progress.set_position(*start_step);
     }
 }
 

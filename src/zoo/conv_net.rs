@@ -6,16 +6,16 @@ use burn::module::Module;
 use burn::tensor::Tensor;
 use dp_engine::lots::ImageClassifier;
 use dp_engine::nn::activation::Activation;
-use dp_engine::nn::{DpConv2d, DpLinear};
+use dp_engine::nn::{Conv2d, Linear};
 use dp_engine::ops::pool::MaxPool;
 
 /// Convolutions, then dense layers.
 #[derive(Module, Debug)]
 pub struct ConvNet {
     /// The convolutions, in order.
-    pub convs: Vec<DpConv2d>,
+    pub convs: Vec<Conv2d>,
     /// The dense layers, in order (the last gives the logits).
-    pub dense: Vec<DpLinear>,
+    pub dense: Vec<Linear>,
     /// Max pooling after each convolution, where there is one.
     #[module(skip)]
     pub pools: Vec<Option<MaxPool>>,

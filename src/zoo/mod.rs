@@ -37,7 +37,7 @@ use burn::tensor::Device;
 use dp_engine::error::{EngineError, Result};
 use dp_engine::nn::activation::Activation;
 use dp_engine::nn::init::seeded;
-use dp_engine::nn::{DpConv2dConfig, DpLinearConfig};
+use dp_engine::nn::{Conv2dConfig, LinearConfig, PaddingConfig2d};
 use dp_engine::ops::pool::MaxPool;
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
@@ -258,9 +258,9 @@ impl Builder {
             match *layer {
                 Layer::Standardize(groups) => net.input_groups = Some(groups),
                 Layer::Conv { channels, kernel, stride, padding } => {
-                    let conv = DpConv2dConfig::new(channels, [kernel, kernel])
+                    let conv = Conv2dConfig::new(channels, [kernel, kernel])
                         .with_stride([stride, stride])
-                        .with_padding([padding, padding])
+                        .with_padding(PaddingConfig2d::Explicit(padding, padding, padding, padding))
                         .init(device);
                     net.convs.push(conv);
                     net.pools.push(None);
@@ -270,7 +270,7 @@ impl Builder {
                         *last = Some(pool);
                     }
                 }
-                Layer::Dense { d_in, d_out } => net.dense.push(DpLinearConfig::new(d_in, d_out).init(device)),
+                Layer::Dense { d_in, d_out } => net.dense.push(LinearConfig::new(d_in, d_out).init(device)),
             }
         }
         net
@@ -283,7 +283,7 @@ fn check_spec(spec: ModelSpec, classes: usize) -> Result<()> {
     if spec.normalization == Normalization::Batch {
         return Err(EngineError::Unsupported(
             "BatchNorm has no DP implementation (it mixes the examples of a batch, so per-example \
-             gradients and their clipping are undefined); use GroupNorm (dp_engine::nn::DpGroupNorm), which \
+             gradients and their clipping are undefined); use GroupNorm (dp_engine::nn::GroupNorm), which \
              normalises each example on its own, or --normalization none"
                 .into(),
         ));

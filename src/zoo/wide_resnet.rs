@@ -11,7 +11,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use dp_engine::lots::ImageClassifier;
 use dp_engine::nn::activation::Activation;
-use dp_engine::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
+use dp_engine::nn::{Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
 
 /// GroupNorm's groups (De et al.).
 const GROUPS: usize = 16;
@@ -23,10 +23,10 @@ const BLOCKS: usize = 2;
 const WIDTH: usize = 4;
 
 /// A weight-standardised convolution without bias, k x k, padding k / 2.
-fn conv(c_in: usize, c_out: usize, kernel: usize, stride: usize, device: &Device) -> DpConv2d {
-    DpConv2dConfig::new([c_in, c_out], [kernel, kernel])
+fn conv(c_in: usize, c_out: usize, kernel: usize, stride: usize, device: &Device) -> Conv2d {
+    Conv2dConfig::new([c_in, c_out], [kernel, kernel])
         .with_stride([stride, stride])
-        .with_padding([kernel / 2, kernel / 2])
+        .with_padding(PaddingConfig2d::Explicit(kernel / 2, kernel / 2, kernel / 2, kernel / 2))
         .with_bias(false)
         .with_standardize(true)
         .init(device)
@@ -35,20 +35,20 @@ fn conv(c_in: usize, c_out: usize, kernel: usize, stride: usize, device: &Device
 /// GroupNorm -> activation -> conv -> GroupNorm -> activation -> conv, plus the shortcut.
 #[derive(Module, Debug)]
 pub struct WideBlock {
-    norm1: DpGroupNorm,
-    conv1: DpConv2d,
-    norm2: DpGroupNorm,
-    conv2: DpConv2d,
+    norm1: GroupNorm,
+    conv1: Conv2d,
+    norm2: GroupNorm,
+    conv2: Conv2d,
     /// A 1x1 convolution of the normalised input where channels or resolution change.
-    shortcut: Option<DpConv2d>,
+    shortcut: Option<Conv2d>,
 }
 
 impl WideBlock {
     fn new(c_in: usize, c_out: usize, stride: usize, device: &Device) -> Self {
         Self {
-            norm1: DpGroupNormConfig::new(GROUPS, c_in).init(device),
+            norm1: GroupNormConfig::new(GROUPS, c_in).init(device),
             conv1: conv(c_in, c_out, 3, stride, device),
-            norm2: DpGroupNormConfig::new(GROUPS, c_out).init(device),
+            norm2: GroupNormConfig::new(GROUPS, c_out).init(device),
             conv2: conv(c_out, c_out, 3, 1, device),
             shortcut: (c_in != c_out || stride != 1).then(|| conv(c_in, c_out, 1, stride, device)),
         }
@@ -107,10 +107,10 @@ pub fn footprint(input: [usize; 3], classes: usize) -> Footprint {
 /// WRN-16-4 with GroupNorm and weight standardisation.
 #[derive(Module, Debug)]
 pub struct WideResNet {
-    stem: DpConv2d,
+    stem: Conv2d,
     blocks: Vec<WideBlock>,
-    norm: DpGroupNorm,
-    head: DpLinear,
+    norm: GroupNorm,
+    head: Linear,
     #[module(skip)]
     activation: Activation,
 }
@@ -130,8 +130,8 @@ impl WideResNet {
         Self {
             stem: conv(channels, STEM, 3, 1, device),
             blocks,
-            norm: DpGroupNormConfig::new(GROUPS, c_in).init(device),
-            head: DpLinearConfig::new(c_in, classes).init(device),
+            norm: GroupNormConfig::new(GROUPS, c_in).init(device),
+            head: LinearConfig::new(c_in, classes).init(device),
             activation,
         }
     }

@@ -14,7 +14,7 @@ use dp_engine::prelude::*;
 
 #[derive(Module, Debug)]
 struct LogReg {
-    fc: DpLinear, // burn::nn::Linear's DP twin: per-example gradients
+    fc: Linear, // burn-nn's Linear, with per-example gradients (dp_engine::nn)
 }
 
 /// Rows of 8 features and a class, batched the Burn way.
@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (train, test) =
         (DatasetLots::new(rows(0..20_000), Rows, loss), DatasetLots::new(rows(20_000..22_000), Rows, loss));
-    let mut model = LogReg { fc: DpLinearConfig::new(8, 2).init(&device) };
+    let mut model = LogReg { fc: LinearConfig::new(8, 2).init(&device) };
 
     // The DP part: what the run may spend, the optimiser made private, the loop.
     let privacy =

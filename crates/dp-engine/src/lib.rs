@@ -13,15 +13,15 @@
 //! use burn::module::Module;
 //! use burn::tensor::{Tensor, TensorData};
 //! use dp_engine::grad_sample::batch::BatchGrads;
-//! use dp_engine::nn::{DpLinear, DpLinearConfig};
+//! use dp_engine::nn::{Linear, LinearConfig};
 //!
 //! #[derive(Module, Debug)]
 //! struct Net {
-//!     fc: DpLinear,
+//!     fc: Linear,
 //! }
 //!
 //! let device = dp_engine::backend::cpu().device;
-//! let net = Net { fc: DpLinearConfig::new(4, 3).init(&device) }.valid();
+//! let net = Net { fc: LinearConfig::new(4, 3).init(&device) }.valid();
 //! let x = Tensor::<2>::from_data(TensorData::new(vec![0.5f32; 8], [2, 4]), &device);
 //! let (mut grads, _) = BatchGrads::compute(|| (net.fc.forward(x).powi_scalar(2).sum_dim(1).reshape([2]), ()))?;
 //! let sq_norms = grads.sq_norms();

@@ -10,8 +10,8 @@ pub use crate::engine::{DpOptimizer, PrivacyEngine};
 pub use crate::error::EngineError;
 pub use crate::lots::{CrossEntropyLots, DatasetLots, ExampleLosses, ImageClassifier, LotSource};
 pub use crate::nn::{
-    DpConv2d, DpConv2dConfig, DpEmbedding, DpEmbeddingConfig, DpGroupNorm, DpGroupNormConfig, DpLayerNorm,
-    DpLayerNormConfig, DpLinear, DpLinearConfig,
+    Conv2d, Conv2dConfig, Embedding, EmbeddingConfig, GroupNorm, GroupNormConfig, LayerNorm, LayerNormConfig, Linear,
+    LinearConfig, PaddingConfig2d,
 };
 pub use crate::privacy::PrivacyConfig;
 pub use crate::privacy::mechanism::Mechanism;

@@ -20,8 +20,8 @@ use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::grad_sample::tape::{Finish, observe};
 use dp_engine::grad_sample::{ParamGrad, PerExampleGrads, sum_per_example, weighted_sum_examples};
 use dp_engine::nn::{
-    DpConv2d, DpConv2dConfig, DpEmbedding, DpEmbeddingConfig, DpGroupNorm, DpGroupNormConfig, DpLayerNorm,
-    DpLayerNormConfig, DpLinear, DpLinearConfig,
+    Conv2d, Conv2dConfig, Embedding, EmbeddingConfig, GroupNorm, GroupNormConfig, LayerNorm, LayerNormConfig, Linear,
+    LinearConfig, PaddingConfig2d,
 };
 use dp_engine::privacy::Clipping;
 use oracle::{assert_close, host, naive_gradients, param_grad, param_value, sq};
@@ -37,28 +37,31 @@ const CLASSES: usize = 3;
 /// dilation, asymmetric stride and padding, no bias) uses the ghost norm (P = 4).
 #[derive(Module, Debug)]
 struct EveryLayer {
-    conv1: DpConv2d,
-    conv2: DpConv2d,
-    norm: DpGroupNorm,
-    fc1: DpLinear,
-    ln: DpLayerNorm,
-    fc2: DpLinear,
+    conv1: Conv2d,
+    conv2: Conv2d,
+    norm: GroupNorm,
+    fc1: Linear,
+    ln: LayerNorm,
+    fc2: Linear,
 }
 
 impl EveryLayer {
     fn new(device: &Device) -> Self {
         Self {
-            conv1: DpConv2dConfig::new([2, 4], [3, 3]).with_stride([2, 2]).with_padding([1, 1]).init(device),
-            conv2: DpConv2dConfig::new([4, 12], [2, 3])
+            conv1: Conv2dConfig::new([2, 4], [3, 3])
+                .with_stride([2, 2])
+                .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+                .init(device),
+            conv2: Conv2dConfig::new([4, 12], [2, 3])
                 .with_stride([3, 2])
-                .with_padding([1, 0])
+                .with_padding(PaddingConfig2d::Explicit(1, 0, 1, 0))
                 .with_dilation([2, 1])
                 .with_bias(false)
                 .init(device),
-            norm: DpGroupNormConfig::new(3, 12).init(device),
-            fc1: DpLinearConfig::new(48, 8).with_bias(false).init(device),
-            ln: DpLayerNormConfig::new(8).init(device),
-            fc2: DpLinearConfig::new(8, CLASSES).init(device),
+            norm: GroupNormConfig::new(3, 12).init(device),
+            fc1: LinearConfig::new(48, 8).with_bias(false).init(device),
+            ln: LayerNormConfig::new(8).init(device),
+            fc2: LinearConfig::new(8, CLASSES).init(device),
         }
     }
 
@@ -75,26 +78,26 @@ impl EveryLayer {
 /// bias (its norms by the standardised ghost norm), global average pooling, a head.
 #[derive(Module, Debug)]
 struct Residual {
-    stem: DpConv2d,
-    conv1: DpConv2d,
-    gn1: DpGroupNorm,
-    conv2: DpConv2d,
-    gn2: DpGroupNorm,
-    down: DpConv2d,
-    head: DpLinear,
+    stem: Conv2d,
+    conv1: Conv2d,
+    gn1: GroupNorm,
+    conv2: Conv2d,
+    gn2: GroupNorm,
+    down: Conv2d,
+    head: Linear,
 }
 
 impl Residual {
     fn new(device: &Device) -> Self {
-        let conv = |c_in| DpConv2dConfig::new([c_in, 4], [3, 3]).with_padding([1, 1]);
+        let conv = |c_in| Conv2dConfig::new([c_in, 4], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1));
         Self {
             stem: conv(1).init(device),
             conv1: conv(4).with_bias(false).with_standardize(true).init(device),
-            gn1: DpGroupNormConfig::new(2, 4).init(device),
+            gn1: GroupNormConfig::new(2, 4).init(device),
             conv2: conv(4).with_bias(false).with_standardize(true).init(device),
-            gn2: DpGroupNormConfig::new(2, 4).init(device),
+            gn2: GroupNormConfig::new(2, 4).init(device),
             down: conv(4).with_stride([3, 3]).with_standardize(true).init(device),
-            head: DpLinearConfig::new(4, CLASSES).init(device),
+            head: LinearConfig::new(4, CLASSES).init(device),
         }
     }
 
@@ -112,19 +115,19 @@ impl Residual {
 /// LayerNorm, mean pooling and a head.
 #[derive(Module, Debug)]
 struct Tokens {
-    embed: DpEmbedding,
-    mix: DpLinear,
-    ln: DpLayerNorm,
-    head: DpLinear,
+    embed: Embedding,
+    mix: Linear,
+    ln: LayerNorm,
+    head: Linear,
 }
 
 impl Tokens {
     fn new(device: &Device) -> Self {
         Self {
-            embed: DpEmbeddingConfig::new(7, 4).init(device),
-            mix: DpLinearConfig::new(4, 10).init(device),
-            ln: DpLayerNormConfig::new(10).init(device),
-            head: DpLinearConfig::new(10, CLASSES).init(device),
+            embed: EmbeddingConfig::new(7, 4).init(device),
+            mix: LinearConfig::new(4, 10).init(device),
+            ln: LayerNormConfig::new(10).init(device),
+            head: LinearConfig::new(10, CLASSES).init(device),
         }
     }
 
@@ -183,17 +186,17 @@ fn scaled(x: Tensor<2>, s: &Param<Tensor<1>>) -> Tensor<2> {
 /// A user's layer between two DP dense layers.
 #[derive(Module, Debug)]
 struct WithOwnLayer {
-    fc1: DpLinear,
+    fc1: Linear,
     scale: Scale,
-    fc2: DpLinear,
+    fc2: Linear,
 }
 
 impl WithOwnLayer {
     fn new(rng: &mut ChaCha20Rng, device: &Device) -> Self {
         Self {
-            fc1: DpLinearConfig::new(6, 5).init(device),
+            fc1: LinearConfig::new(6, 5).init(device),
             scale: Scale::new(rng, 5, device),
-            fc2: DpLinearConfig::new(5, CLASSES).init(device),
+            fc2: LinearConfig::new(5, CLASSES).init(device),
         }
     }
 
@@ -353,22 +356,22 @@ fn wgpu_dp_layers_match_the_naive_loop() {
 /// A burn-nn layer with parameters inside a model.
 #[derive(Module, Debug)]
 struct WithPlainLinear {
-    body: DpLinear,
+    body: Linear,
     fc: burn::nn::Linear,
 }
 
 /// BatchNorm inside a model.
 #[derive(Module, Debug)]
 struct WithBatchNorm {
-    conv: DpConv2d,
+    conv: Conv2d,
     bn: burn::nn::BatchNorm,
 }
 
 /// A DP layer the forward pass skips.
 #[derive(Module, Debug)]
 struct WithUnusedLayer {
-    body: DpLinear,
-    unused: DpLinear,
+    body: Linear,
+    unused: Linear,
 }
 
 /// The refusal of the parameters a recorded forward pass of `model` leaves without per-example
@@ -385,28 +388,26 @@ fn unrecorded<M: Module>(model: &M, forward: impl Fn(&M) -> Tensor<2>) -> String
 fn a_layer_without_per_example_gradients_is_refused_by_name() {
     let device = backend::cpu().device;
     let model = WithPlainLinear {
-        body: DpLinearConfig::new(3, 3).init(&device),
+        body: LinearConfig::new(3, 3).init(&device),
         fc: burn::nn::LinearConfig::new(3, 2).init(&device),
     };
     let x = Tensor::<2>::ones([2, 3], &device);
     let err = unrecorded(&model, |m| m.fc.forward(m.body.forward(x.clone())));
-    assert!(err.contains("`fc.weight`") && err.contains("a Linear") && err.contains("DpLinear"), "{err}");
+    assert!(err.contains("`fc.weight`") && err.contains("a Linear") && err.contains("Linear"), "{err}");
     assert!(err.contains("`.into()`") && !err.contains("BatchNorm"), "the Linear's own hint: {err}");
     let model = WithBatchNorm {
-        conv: DpConv2dConfig::new([1, 2], [3, 3]).init(&device),
+        conv: Conv2dConfig::new([1, 2], [3, 3]).init(&device),
         bn: burn::nn::BatchNormConfig::new(2).init(&device),
     };
     let images = Tensor::<4>::ones([2, 1, 5, 5], &device);
     let err = unrecorded(&model, |m| m.bn.forward(m.conv.forward(images.clone())).flatten(1, 3));
-    assert!(err.contains("`bn.") && err.contains("BatchNorm") && err.contains("DpGroupNorm"), "{err}");
-    let model = WithUnusedLayer {
-        body: DpLinearConfig::new(3, 3).init(&device),
-        unused: DpLinearConfig::new(3, 3).init(&device),
-    };
+    assert!(err.contains("`bn.") && err.contains("BatchNorm") && err.contains("GroupNorm"), "{err}");
+    let model =
+        WithUnusedLayer { body: LinearConfig::new(3, 3).init(&device), unused: LinearConfig::new(3, 3).init(&device) };
     let err = unrecorded(&model, |m| m.body.forward(x.clone()));
-    assert!(err.contains("`unused.weight`") && err.contains("a DpLinear"), "{err}");
+    assert!(err.contains("`unused.weight`") && err.contains("a Linear"), "{err}");
     // The same layers converted from burn-nn are accepted.
-    let converted = DpLinear::from(burn::nn::LinearConfig::new(3, 2).init(&device));
+    let converted = Linear::from(burn::nn::LinearConfig::new(3, 2).init(&device));
     let (batch, ()) = BatchGrads::compute(|| (converted.forward(x.clone()).sum_dim(1).reshape([2]), ())).expect("ok");
     let table = ParamTable::of(&converted).expect("parameters");
     assert_eq!(table.num_params(), 8);
@@ -431,26 +432,31 @@ fn burn_nn_layers_convert_with_the_same_parameters() {
         .with_dilation([1, 2])
         .with_padding(PaddingConfig2d::Explicit(1, 2, 1, 2))
         .init(&device);
-    let dp = DpConv2d::try_from(conv.clone()).expect("a plain convolution");
+    let dp = Conv2d::try_from(conv.clone()).expect("a plain convolution");
     assert_eq!(dp.weight.id, conv.weight.id);
     assert!(same(dp.forward(x.clone()), conv.forward(x.clone())), "convolution");
+    // `Same` at stride 1 with an odd kernel pads symmetrically: burn-nn's output, shape and values.
+    let conv = Conv2dConfig::new([4, 3], [3, 5]).with_padding(PaddingConfig2d::Same).init(&device);
+    let dp = Conv2d::try_from(conv.clone()).expect("`Same` padding of an odd kernel");
+    assert_eq!(dp.forward(x.clone()).dims(), [2, 3, 7, 7]);
+    assert!(same(dp.forward(x.clone()), conv.forward(x.clone())), "`Same` convolution");
     let gn = GroupNormConfig::new(2, 4).with_epsilon(1e-3).init(&device);
-    let dp = DpGroupNorm::try_from(gn.clone()).expect("an affine GroupNorm");
+    let dp = GroupNorm::try_from(gn.clone()).expect("an affine GroupNorm");
     assert!(same(dp.forward(x.clone()), gn.forward(x.clone())), "GroupNorm");
     for bias in [true, false] {
         let ln = LayerNormConfig::new(7).with_epsilon(1e-3).with_bias(bias).init(&device);
-        let dp = DpLayerNorm::try_from(ln.clone()).expect("a LayerNorm");
+        let dp = LayerNorm::try_from(ln.clone()).expect("a LayerNorm");
         assert_eq!((dp.epsilon, dp.beta.is_some()), (1e-3, bias));
         assert!(same(dp.forward(x.clone()), ln.forward(x.clone())), "LayerNorm, bias {bias}");
     }
     let refused = [
-        DpConv2d::try_from(Conv2dConfig::new([4, 4], [3, 3]).with_groups(2).init(&device)).err(),
-        DpConv2d::try_from(Conv2dConfig::new([4, 4], [3, 3]).with_padding(PaddingConfig2d::Same).init(&device)).err(),
-        DpConv2d::try_from(
+        Conv2d::try_from(Conv2dConfig::new([4, 4], [3, 3]).with_groups(2).init(&device)).err(),
+        Conv2d::try_from(Conv2dConfig::new([4, 4], [2, 2]).with_padding(PaddingConfig2d::Same).init(&device)).err(),
+        Conv2d::try_from(
             Conv2dConfig::new([4, 4], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 0, 1)).init(&device),
         )
         .err(),
-        DpGroupNorm::try_from(GroupNormConfig::new(2, 4).with_affine(false).init(&device)).err(),
+        GroupNorm::try_from(GroupNormConfig::new(2, 4).with_affine(false).init(&device)).err(),
     ];
     for (err, what) in refused.into_iter().zip(["groups", "`Same`", "asymmetric", "affine"]) {
         let err = err.expect("refused").to_string();
@@ -508,12 +514,12 @@ fn views_through_a_layer_that_cannot_group_them_are_refused() {
 #[test]
 fn weight_sharing_is_refused() {
     let device = backend::cpu().device;
-    let layer = DpLinearConfig::new(4, 4).init(&device);
+    let layer = LinearConfig::new(4, 4).init(&device);
     let x = Tensor::<2>::ones([2, 4], &device);
     let err = BatchGrads::compute(|| (layer.forward(layer.forward(x.clone())).sum_dim(1).reshape([2]), ()))
         .err()
         .expect("one layer used twice");
-    assert!(err.to_string().contains("used twice") && err.to_string().contains("DpLinear"), "{err}");
+    assert!(err.to_string().contains("used twice") && err.to_string().contains("Linear"), "{err}");
     // With the model's table (as the dry run and the step have it) the error names the path.
     let named = ParamTable::of(&layer).expect("parameters").name_shared(err).to_string();
     assert!(named.contains("parameter `weight` is used twice"), "{named}");

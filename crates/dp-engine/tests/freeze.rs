@@ -20,7 +20,7 @@ use dp_engine::checkpoint::StreamKeys;
 use dp_engine::engine::PrivacyEngine;
 use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::lots::{ExampleLosses, LotSource};
-use dp_engine::nn::{DpLinear, DpLinearConfig};
+use dp_engine::nn::{Linear, LinearConfig};
 use dp_engine::privacy::PrivacyConfig;
 use dp_engine::privacy::mechanism::gaussian::Gaussian;
 use dp_engine::privacy::mechanism::unperturbed::Unperturbed;
@@ -34,7 +34,7 @@ const N: usize = 6;
 #[derive(Module, Debug)]
 struct Net<F> {
     features: F,
-    head: DpLinear,
+    head: Linear,
 }
 
 /// What the loss needs from a model.
@@ -42,7 +42,7 @@ trait Predict: Module {
     fn predict(&self, x: Tensor<2>) -> Tensor<2>;
 }
 
-impl Predict for Net<DpLinear> {
+impl Predict for Net<Linear> {
     fn predict(&self, x: Tensor<2>) -> Tensor<2> {
         self.head.forward(self.features.forward(x).tanh())
     }
@@ -79,8 +79,8 @@ impl<M: Predict> LotSource<M> for Rows {
     }
 }
 
-fn net(device: &Device) -> Net<DpLinear> {
-    Net { features: DpLinearConfig::new(IN, HIDDEN).init(device), head: DpLinearConfig::new(HIDDEN, 1).init(device) }
+fn net(device: &Device) -> Net<Linear> {
+    Net { features: LinearConfig::new(IN, HIDDEN).init(device), head: LinearConfig::new(HIDDEN, 1).init(device) }
 }
 
 /// q = 1 (every example in every lot), noise std 1e-12 C: negligible; C small enough that every
@@ -165,14 +165,14 @@ fn a_frozen_layer_need_not_be_a_dp_layer_and_a_frozen_run_resumes_bit_for_bit() 
     let device = backend::cpu().device;
     let plain_features = || Net {
         features: burn::nn::LinearConfig::new(IN, HIDDEN).init(&device),
-        head: DpLinearConfig::new(HIDDEN, 1).init(&device),
+        head: LinearConfig::new(HIDDEN, 1).init(&device),
     };
     let err = PrivacyEngine::new(privacy(1.0).with_frozen(Vec::<String>::new()))
         .make_private(&plain_features(), SgdConfig::new().init(), &Rows, &device)
         .err()
         .expect("a trained burn-nn Linear has no per-example gradient")
         .to_string();
-    assert!(err.contains("features.weight") && err.contains("DpLinear"), "{err}");
+    assert!(err.contains("features.weight") && err.contains("Linear"), "{err}");
     let model = plain_features();
     let before = (host(model.features.weight.val()), host(model.head.weight.val()));
     let mut dp =

@@ -28,7 +28,7 @@ use dp_engine::engine::PrivacyEngine;
 use dp_engine::grad_sample::params::ParamTable;
 use dp_engine::lots::DatasetLots;
 use dp_engine::lots::{ExampleLosses, LotSource, evaluate};
-use dp_engine::nn::{DpLinear, DpLinearConfig};
+use dp_engine::nn::{Linear, LinearConfig};
 use dp_engine::privacy::PrivacyConfig;
 use dp_engine::privacy::PrivacySettings;
 use dp_engine::privacy::mechanism::Mechanism;
@@ -46,7 +46,7 @@ const FEATURES: usize = 3;
 /// A user's regression model.
 #[derive(Module, Debug)]
 struct Regressor {
-    fc: DpLinear,
+    fc: Linear,
 }
 
 /// A burn-nn layer where a DP layer belongs.
@@ -132,7 +132,7 @@ impl Forward for PlainRegressor {
 }
 
 fn regressor(device: &SelectedDevice) -> Regressor {
-    Regressor { fc: DpLinearConfig::new(FEATURES, 1).init(&device.device) }
+    Regressor { fc: LinearConfig::new(FEATURES, 1).init(&device.device) }
 }
 
 #[test]
@@ -298,7 +298,7 @@ fn mistakes_in_the_model_or_the_loss_are_one_line_errors_before_the_run() {
     assert!(refusal(&model, &narrow).contains("forward pass"));
     let plain = PlainRegressor { fc: burn::nn::LinearConfig::new(FEATURES, 1).init(&device.device) };
     let err = refusal(&plain, &Squares::new(8));
-    assert!(err.contains("`fc.weight`") && err.contains("DpLinear"), "{err}");
+    assert!(err.contains("`fc.weight`") && err.contains("Linear"), "{err}");
     // The same model and data without the mistake are accepted, with no note about the loss;
     // a loss divided by the batch's size is accepted with a note that names its cost.
     let loss_notes = |reduction| {
@@ -467,7 +467,7 @@ fn assert_refused_by_other_runs(file: &std::path::Path, keys: &StreamKeys, bytes
         .to_string();
     assert!(err.contains("StreamKeys::load") && err.contains("seed"), "{err}");
     // Another model's shape: named as such, not as a noise stream position.
-    let wide = Regressor { fc: DpLinearConfig::new(FEATURES, 2).init(&device.device) };
+    let wide = Regressor { fc: LinearConfig::new(FEATURES, 2).init(&device.device) };
     let err = PrivacyEngine::new(privacy())
         .with_keys(keys.clone())
         .resume((wide, adam()), &data, &device.device, DpCheckpoint::load(file).expect("read"))

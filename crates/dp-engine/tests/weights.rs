@@ -12,7 +12,7 @@ use burn::module::Module;
 use burn::tensor::activation::tanh;
 use burn::tensor::{Device, Tensor, TensorData};
 use dp_engine::backend;
-use dp_engine::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
+use dp_engine::nn::{Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use dp_engine::weights::{load_weights, save_weights};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -21,19 +21,22 @@ use std::path::{Path, PathBuf};
 /// PyTorch's `SmallCnn` of the reference script, in DP layers with the same names.
 #[derive(Module, Debug)]
 struct SmallCnn {
-    conv1: DpConv2d,
-    norm: DpGroupNorm,
-    conv2: DpConv2d,
-    fc: DpLinear,
+    conv1: Conv2d,
+    norm: GroupNorm,
+    conv2: Conv2d,
+    fc: Linear,
 }
 
 impl SmallCnn {
     fn new(device: &Device) -> Self {
         Self {
-            conv1: DpConv2dConfig::new([1, 4], [3, 3]).with_padding([1, 1]).init(device),
-            norm: DpGroupNormConfig::new(2, 4).init(device),
-            conv2: DpConv2dConfig::new([4, 6], [3, 3]).with_stride([2, 2]).with_padding([1, 1]).init(device),
-            fc: DpLinearConfig::new(96, 10).init(device),
+            conv1: Conv2dConfig::new([1, 4], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1)).init(device),
+            norm: GroupNormConfig::new(2, 4).init(device),
+            conv2: Conv2dConfig::new([4, 6], [3, 3])
+                .with_stride([2, 2])
+                .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+                .init(device),
+            fc: LinearConfig::new(96, 10).init(device),
         }
     }
 

@@ -55,6 +55,7 @@ pub fn candidate(c: Candidate<'_, Config>, journal: &Journal, interrupt: &'stati
     let (model, report) =
         Run::new(folder, c.privacy.clone(), c.config.0, |m: &LogReg| image_accuracy(m, &held_out, &device))
             .with_options(options)
+            .quiet() // the search says what it tries
             .train_model(model, SgdConfig::new().init(), &CrossEntropyLots { data: &train }, &device)?;
     if report.interrupted {
         return Err(EngineError::Interrupted("run the same command again to continue the search".into()));

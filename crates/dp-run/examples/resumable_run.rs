@@ -25,7 +25,7 @@ use std::path::Path;
 /// A logistic regression over the 16 pixels.
 #[derive(Module, Debug)]
 pub struct LogReg {
-    fc: DpLinear,
+    fc: Linear,
 }
 
 impl ImageClassifier for LogReg {
@@ -39,7 +39,7 @@ impl LogReg {
     /// one did.
     pub fn new(device: &burn::tensor::Device) -> Self {
         dp_engine::nn::init::seeded(
-            LogReg { fc: DpLinearConfig::new(16, 2).init(device) },
+            LogReg { fc: LinearConfig::new(16, 2).init(device) },
             &mut ChaChaState::new(Some(7), 2).restore(),
         )
     }

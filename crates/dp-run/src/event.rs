@@ -61,6 +61,57 @@ pub enum Event {
 }
 
 impl Event {
+    /// How a run's set-up reads: the device, the model and data, the privacy it plans to spend,
+    /// the notes to read, and the step it resumes at (the lines `dptrain train` and a [`Run`]
+    /// left to speak print; none for other events).
+    ///
+    /// [`Run`]: crate::Run
+    pub fn setup_lines(&self) -> Vec<String> {
+        let Event::Started {
+            device,
+            parameters,
+            frozen,
+            train_examples,
+            sample_rate,
+            noise_multiplier,
+            planned_steps,
+            start_step,
+            planned_privacy,
+            planned_sigma_privacy,
+            notes,
+        } = self
+        else {
+            return Vec::new();
+        };
+        let frozen = match frozen.len() {
+            0 => String::new(),
+            n => format!(" trained ({n} tensors frozen: {})", frozen.join(", ")),
+        };
+        let z = noise_multiplier.map_or("none".to_string(), |z| format!("{z:.4}"));
+        let mut lines = vec![
+            format!("device: {device}"),
+            format!(
+                "model: {parameters} parameters{frozen}; {train_examples} training examples, sampling rate {sample_rate:.6}"
+            ),
+            format!("privacy: noise multiplier {z}; the {planned_steps} planned steps spend {planned_privacy}"),
+        ];
+        lines.extend(planned_sigma_privacy.iter().map(|p| format!("privacy of the smallest sigma used: {p}")));
+        lines.extend(notes.iter().map(|note| format!("note: {note}")));
+        if *start_step > 0 {
+            lines.push(format!("resuming at step {start_step}"));
+        }
+        lines
+    }
+
+    /// How an evaluation reads, the model scored on `evaluated_on` ("test", say) beside the
+    /// privacy spent so far; None for other events.
+    pub fn evaluated_line(&self, evaluated_on: &str) -> Option<String> {
+        let Event::Evaluated { step, test_accuracy, privacy } = self else {
+            return None;
+        };
+        Some(format!("step {step}: {evaluated_on} accuracy {:.2}%, {privacy}", test_accuracy * 100.0))
+    }
+
     /// The start of a session of `dp` on `device`, on `train_examples`, from step `start_step`.
     pub(crate) fn started<M: burn::module::Module>(
         dp: &DpOptimizer<M>,

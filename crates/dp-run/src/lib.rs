@@ -12,10 +12,10 @@
 //! # use dp_engine::privacy::mechanism::gaussian::Gaussian;
 //! # use dp_engine::lots::LotSource;
 //! # use dp_run::{Run, RunFolder, RunOptions};
-//! # fn demo<M: burn::module::Module>(model: M, lots: &dyn LotSource<M>, accuracy: impl Fn(&M) -> dp_engine::Result<f64>, resume: bool) -> dp_engine::Result<()> {
+//! # fn demo<M: burn::module::Module>(model: M, lots: &dyn LotSource<M>, accuracy: impl Fn(&M) -> dp_engine::Result<f64>) -> dp_engine::Result<()> {
 //! let device = burn::tensor::Device::flex();
 //! let privacy = PrivacyConfig::new(Gaussian).with_target_epsilon(3.0).with_lot_size(256).with_epochs(3.0);
-//! let folder = if resume { RunFolder::resume("runs/mine")? } else { RunFolder::fresh("runs/mine", None)? };
+//! let folder = RunFolder::open("runs/mine", None)?; // continues the run there, if unfinished
 //! let options = RunOptions { interrupt: Some(dp_run::interrupt::install()), ..RunOptions::default() };
 //! let report = Run::new(folder, privacy, 0.5, accuracy)
 //!     .with_options(options)
@@ -50,6 +50,7 @@ mod report;
 mod run;
 mod run_folder;
 mod session;
+mod speaker;
 mod step_loop;
 
 /// What a program keeping its DP run in a folder needs, in one import: dp-engine's prelude and
@@ -60,7 +61,7 @@ pub mod prelude {
 }
 
 pub use event::Event;
-pub use options::RunOptions;
+pub use options::{CHECKPOINT_EVERY, RunOptions};
 pub use report::RunReport;
 pub use run::Run;
 pub use run_folder::RunFolder;

@@ -5,8 +5,9 @@ use dp_engine::error::{EngineError, Result};
 use dp_engine::step::canaries::AuditRequest;
 use std::sync::atomic::AtomicBool;
 
-/// The options of a run's session (all off by default: the whole run, checkpointed at the end).
-#[derive(Debug, Clone, Copy, Default)]
+/// The options of a run's session (by default: the whole run, checkpointed every
+/// [`CHECKPOINT_EVERY`] steps and at the end, nothing added).
+#[derive(Debug, Clone, Copy)]
 pub struct RunOptions {
     /// Take at most this many steps now, then checkpoint and return (resume later).
     pub stop_after: Option<u64>,
@@ -23,6 +24,23 @@ pub struct RunOptions {
     pub interrupt: Option<&'static AtomicBool>,
     /// Keep the run's key file when it completes (it is removed otherwise).
     pub keep_key: bool,
+}
+
+/// Steps between checkpoints unless told otherwise: a run killed loses at most this many.
+pub const CHECKPOINT_EVERY: u64 = 200;
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            stop_after: None,
+            checkpoint_every: CHECKPOINT_EVERY,
+            average: None,
+            audit: None,
+            overwrite: false,
+            interrupt: None,
+            keep_key: false,
+        }
+    }
 }
 
 impl RunOptions {

@@ -15,6 +15,7 @@ use crate::provenance::Provenance;
 use crate::report::RunReport;
 use crate::run_folder::RunFolder;
 use crate::session::Session;
+use crate::speaker::Speaker;
 use crate::step_loop::{Position, StepLoop};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
@@ -35,8 +36,12 @@ pub struct Run<'a, M> {
     session: Session<'a, M>,
     batch_size: usize,
     settings: String,
-    observe: Box<dyn FnMut(&Event) + 'a>,
+    /// The program's observer; None: the run speaks ([`Speaker`]).
+    observe: Option<Observer<'a>>,
 }
+
+/// A program's observer of a run's events.
+type Observer<'a> = Box<dyn FnMut(&Event) + 'a>;
 
 /// Where a session starts: the folder's lock, the digest of the config.toml its checkpoints
 /// name, the run's start time, and the model and optimiser at the step it starts from.
@@ -75,7 +80,7 @@ impl<'a, M: Module> Run<'a, M> {
             initial_weights: None,
             device_tried: Vec::new(),
         };
-        Self { session, batch_size: 256, settings: String::new(), observe: Box::new(|_| {}) }
+        Self { session, batch_size: 256, settings: String::new(), observe: None }
     }
 
     /// The learning rate's schedule over the planned steps.
@@ -126,10 +131,17 @@ impl<'a, M: Module> Run<'a, M> {
         self
     }
 
-    /// Tells `observe` of the run's start, each step, the metrics logged and each evaluation.
+    /// Tells `observe` of the run's start, each step, the metrics logged and each evaluation,
+    /// instead of saying them on stderr (what a run does unless told otherwise: the set-up,
+    /// its progress and each evaluation with the privacy spent, as `dptrain train` shows them).
     pub fn observe(mut self, observe: impl FnMut(&Event) + 'a) -> Self {
-        self.observe = Box::new(observe);
+        self.observe = Some(Box::new(observe));
         self
+    }
+
+    /// Says nothing while it runs (the report and the run folder still tell everything).
+    pub fn quiet(self) -> Self {
+        self.observe(|_| {})
     }
 
     /// Trains `model` with `optimizer` (fresh ones of the run's kind on resume, into which the
@@ -165,7 +177,10 @@ impl<'a, M: Module> Run<'a, M> {
             None => self.fresh(engine, (model, optimizer), source, device)?,
         };
         let selected = SelectedDevice::of(device);
-        let mut observe = std::mem::replace(&mut self.observe, Box::new(|_| {}));
+        let mut observe = self.observe.take().unwrap_or_else(|| {
+            let mut speaker = Speaker::new(self.session.names.1.clone());
+            Box::new(move |event: &Event| speaker.say(event))
+        });
         observe(&Event::started(&begun.dp, &selected, source.len(), begun.at.step));
         let Begun { lock, config_digest, started, at, mut dp } = begun;
         let steps = StepLoop { session: &self.session, lock: &lock, config_digest, started, source, device: &selected };

@@ -2,7 +2,7 @@
 //! starts writing) or resumed (its lock taken at once, its key file and config.toml read
 //! while it is held).
 
-use crate::folder::keys::RunKeys;
+use crate::folder::keys::{RunKeys, key_path};
 use crate::folder::lock::RunLock;
 use crate::folder::{self, parse_config};
 use dp_data::safe_files::file_error;
@@ -41,6 +41,18 @@ impl RunFolder {
         let keys = folder::read_keys(&dir)?;
         let config = folder::read_config(&dir)?;
         Ok(Self { dir, keys, lock: Some(lock), resumed: Some(config) })
+    }
+
+    /// The run in `dir` continued where it stopped when the folder holds an unfinished one (its
+    /// key file, which a completed run removes), else a fresh one as [`Self::fresh`] with
+    /// `seed` (a resumed run keeps its own): one call for a program that resumes itself when
+    /// started again after Ctrl-C, a kill or a lost machine.
+    pub fn open(dir: impl AsRef<Path>, seed: Option<u64>) -> Result<Self> {
+        let dir = dir.as_ref();
+        match std::fs::symlink_metadata(key_path(dir)) {
+            Ok(_) => Self::resume(dir),
+            Err(_) => Self::fresh(dir, seed),
+        }
     }
 
     /// The run's folder.

@@ -123,3 +123,33 @@ fn auto_passes_over_a_device_that_fails_its_smoke_run_and_the_run_completes_on_t
         serde_json::from_slice(&std::fs::read(tmp.path().join("run/report.json")).unwrap()).unwrap();
     assert_eq!(written["device_tried"][0]["device"], "planted-gpu");
 }
+
+/// `RunFolder::open` starts a run where the folder holds none, continues one that stopped, and
+/// starts afresh once the run completed (its key file gone).
+#[test]
+fn open_continues_an_unfinished_run_and_only_that() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let device = dp_engine::backend::cpu().device;
+    let (train, test) = (resumable::table(400, 0).unwrap(), resumable::table(100, 400).unwrap());
+    let run = |stop_after: Option<u64>| {
+        let folder = RunFolder::open(&dir, Some(3)).unwrap();
+        let resumed = folder.is_resumed();
+        let privacy = PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(50).with_epochs(1.0);
+        let options = RunOptions { stop_after, overwrite: !resumed, ..RunOptions::default() };
+        let report = Run::new(folder, privacy, 0.5, |m: &resumable::LogReg| image_accuracy(m, &test, &device))
+            .with_options(options)
+            .quiet()
+            .train(
+                resumable::LogReg::new(&device),
+                SgdConfig::new().init(),
+                &CrossEntropyLots { data: &train },
+                &device,
+            )
+            .unwrap();
+        (resumed, report.steps, report.completed)
+    };
+    assert_eq!(run(Some(3)), (false, 3, false), "a fresh run, stopped after 3 steps");
+    assert_eq!(run(None), (true, 8, true), "continued to its 8 planned steps");
+    assert!(!RunFolder::open(&dir, Some(3)).unwrap().is_resumed(), "a completed run is not continued");
+}

@@ -20,7 +20,7 @@
 //! CPU's last-level cache) against the ghost norm's B P^2 (K + N) and the same B N K P again for
 //! its sum.
 //!
-//! A weight-standardised layer (`DpConv2d` with `standardize`) computes with
+//! A weight-standardised layer (`Conv2d` with `standardize`) computes with
 //! W^ = (W - mean) / s per output row (s = sqrt(var + eps), over the row's K inputs), so its
 //! parameter's gradient is J^T g with J^T g = (g - mean(g) - W^ mean(g ∘ W^)) / s per row, exact
 //! with the eps. J^T is linear and the same for every example, so the sum still takes one GEMM

@@ -24,9 +24,9 @@ pub struct ParamInfo {
     pub shape: Vec<usize>,
     /// Index of the layer that holds it (into [`ParamTable::layers`]).
     pub layer: usize,
-    /// The type of the module that holds it, e.g. `DpLinear`.
+    /// The type of the module that holds it, e.g. `Linear`.
     pub holder: String,
-    /// True where it is stored as the transpose of PyTorch's layout (a DpLinear weight is
+    /// True where it is stored as the transpose of PyTorch's layout (a Linear weight is
     /// [in, out], PyTorch's [out, in]): what follows PyTorch's flattening order needs this.
     pub torch_transposed: bool,
 }
@@ -86,7 +86,7 @@ impl ModuleVisitor for Lister {
                 self.layers.len() - 1
             }
         };
-        let torch_transposed = holder == "DpLinear" && path.ends_with("weight");
+        let torch_transposed = holder == "Linear" && path.ends_with("weight");
         let shape = param.lazy_shape().to_vec();
         self.params.push(ParamInfo { id: param.id, path, shape, layer, holder, torch_transposed });
     }
@@ -96,15 +96,15 @@ impl ModuleVisitor for Lister {
 fn replacement(holder: &str) -> String {
     let converts = |dp: &str, how: &str| format!("use dp_engine::nn::{dp} (burn-nn's {holder} converts with `{how}`)");
     match holder {
-        "Linear" => converts("DpLinear", ".into()"),
-        "Embedding" => converts("DpEmbedding", ".into()"),
-        "Conv2d" => converts("DpConv2d", "try_into()"),
-        "GroupNorm" => converts("DpGroupNorm", "try_into()"),
-        "LayerNorm" => converts("DpLayerNorm", "try_into()"),
+        "Linear" => converts("Linear", ".into()"),
+        "Embedding" => converts("Embedding", ".into()"),
+        "Conv2d" => converts("Conv2d", "try_into()"),
+        "GroupNorm" => converts("GroupNorm", "try_into()"),
+        "LayerNorm" => converts("LayerNorm", "try_into()"),
         h if h.starts_with("BatchNorm") => {
-            "BatchNorm mixes the examples of a batch, so it has no per-example gradient: use dp_engine::nn::DpGroupNorm".into()
+            "BatchNorm mixes the examples of a batch, so it has no per-example gradient: use dp_engine::nn::GroupNorm".into()
         }
-        _ => "build the model from dp_engine::nn's DpLinear, DpConv2d, DpGroupNorm, DpLayerNorm and DpEmbedding, or give a layer of your own per-example gradients through dp_engine::grad_sample::tape::observe".into(),
+        _ => "build the model from dp_engine::nn's Linear, Conv2d, GroupNorm, LayerNorm and Embedding, or give a layer of your own per-example gradients through dp_engine::grad_sample::tape::observe".into(),
     }
 }
 

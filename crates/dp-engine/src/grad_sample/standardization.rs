@@ -1,4 +1,4 @@
-//! What the per-example norms of a weight-standardised layer (`DpConv2d` with `standardize`)
+//! What the per-example norms of a weight-standardised layer (`Conv2d` with `standardize`)
 //! need besides its inputs and output gradient (`affine`'s module comment has the formulas); read
 //! by `affine`'s tensor operations and by `host_products` on the CPU.
 

@@ -1,5 +1,6 @@
 //! The DP 2-D convolution (stride, symmetric zero padding, dilation, no groups), weight
-//! [C_out, C_in, kh, kw] as in burn-nn. The forward pass is the backend's convolution (or one
+//! [C_out, C_in, kh, kw], configured as burn-nn's `Conv2dConfig` is (a drop-in: the same name,
+//! fields and builder methods). The forward pass is the backend's convolution (or one
 //! GEMM over the patches where the input carries no gradient); while a DP step records, the
 //! unfolded input patches (the im2col kernel, outside autodiff) are kept for the per-example
 //! gradients (`grad_sample::affine`: ghost norm or materialised, whichever is cheaper).
@@ -11,13 +12,14 @@ use crate::grad_sample::tape::{Finish, observe};
 use crate::ops::conv::conv2d;
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
+use burn::nn::PaddingConfig2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor};
 use dp_kernels::{Patches, im2col};
 
-/// Configuration of a [`DpConv2d`].
+/// Configuration of a [`Conv2d`].
 #[derive(Config, Debug)]
-pub struct DpConv2dConfig {
+pub struct Conv2dConfig {
     /// Input and output channels.
     pub channels: [usize; 2],
     /// Kernel height and width.
@@ -25,12 +27,17 @@ pub struct DpConv2dConfig {
     /// Stride (rows, columns).
     #[config(default = "[1, 1]")]
     pub stride: [usize; 2],
-    /// Zero padding on both sides (rows, columns).
-    #[config(default = "[0, 0]")]
-    pub padding: [usize; 2],
     /// Spacing between kernel elements.
     #[config(default = "[1, 1]")]
     pub dilation: [usize; 2],
+    /// Connections between input and output channels, as in burn-nn: only 1 has per-example
+    /// gradients here.
+    #[config(default = "1")]
+    pub groups: usize,
+    /// Zero padding, as in burn-nn: `Valid`, `Explicit` with the same amount on opposite sides,
+    /// or `Same` at stride and dilation 1 with an odd kernel.
+    #[config(default = "PaddingConfig2d::Valid")]
+    pub padding: PaddingConfig2d,
     /// Whether the layer has a bias.
     #[config(default = true)]
     pub bias: bool,
@@ -45,7 +52,7 @@ pub struct DpConv2dConfig {
 
 /// A convolution with per-example gradients.
 #[derive(Module, Debug)]
-pub struct DpConv2d {
+pub struct Conv2d {
     /// Weight [C_out, C_in, kh, kw].
     pub weight: Param<Tensor<4>>,
     /// Bias `[C_out]`.
@@ -63,47 +70,76 @@ pub struct DpConv2d {
 /// Added to each output channel's weight variance before its square root.
 const STANDARDIZATION_EPSILON: f64 = 1e-5;
 
-impl DpConv2dConfig {
+impl Conv2dConfig {
     /// A convolution on `device`.
-    pub fn init(&self, device: &Device) -> DpConv2d {
+    ///
+    /// # Panics
+    ///
+    /// Where burn-nn's would not (as burn-nn's panics on a configuration it cannot build): for
+    /// `groups` other than 1 and padding that is not the same on opposite sides, which have no
+    /// per-example gradients here ([`Conv2dConfig::try_init`] says so as an error instead).
+    pub fn init(&self, device: &Device) -> Conv2d {
+        self.try_init(device).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A convolution on `device`, or why this configuration has no DP counterpart.
+    pub fn try_init(&self, device: &Device) -> Result<Conv2d, EngineError> {
+        let padding = symmetric_padding(self.groups, &self.padding, self.kernel_size, self.stride, self.dilation)?;
         let [c_in, c_out] = self.channels;
         let [kh, kw] = self.kernel_size;
         let (fan_in, fan_out) = (c_in * kh * kw, c_out * kh * kw);
         let weight = self.initializer.init_with([c_out, c_in, kh, kw], Some(fan_in), Some(fan_out), device);
         let bias = self.bias.then(|| self.initializer.init_with([c_out], Some(fan_in), Some(fan_out), device));
-        DpConv2d {
+        Ok(Conv2d {
             weight,
             bias,
             stride: self.stride,
-            padding: self.padding,
+            padding,
             dilation: self.dilation,
             standardize: self.standardize,
+        })
+    }
+}
+
+/// The zero padding on both sides (rows, columns) of a convolution configured as burn-nn's, or
+/// why it has no DP counterpart here: groups, padding that differs between opposite sides, and
+/// `Same` where it would (an even kernel, a stride or dilation other than 1).
+fn symmetric_padding(
+    groups: usize,
+    padding: &PaddingConfig2d,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+) -> Result<[usize; 2], EngineError> {
+    let refuse = |what: String| {
+        Err(EngineError::Unsupported(format!(
+            "a Conv2d with {what} has no DP counterpart: give a layer of your own per-example gradients through dp_engine::grad_sample::tape::observe"
+        )))
+    };
+    if groups != 1 {
+        return refuse(format!("{groups} groups"));
+    }
+    match *padding {
+        PaddingConfig2d::Valid => Ok([0, 0]),
+        PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => Ok([top, left]),
+        PaddingConfig2d::Explicit(..) => refuse("asymmetric padding".into()),
+        PaddingConfig2d::Same if stride == [1, 1] && dilation == [1, 1] && kernel.iter().all(|k| k % 2 == 1) => {
+            Ok(kernel.map(|k| k / 2))
+        }
+        PaddingConfig2d::Same => {
+            refuse("`Same` padding of an even kernel or at a stride or dilation above 1 (give it explicitly)".into())
         }
     }
 }
 
-impl TryFrom<burn::nn::conv::Conv2d> for DpConv2d {
+impl TryFrom<burn::nn::conv::Conv2d> for Conv2d {
     type Error = EngineError;
 
     /// The same parameters (and records): a burn-nn convolution fine-tuned with per-example
-    /// gradients. Grouped convolutions and `Same` or asymmetric padding have no DP counterpart.
+    /// gradients. Grouped convolutions and asymmetric padding have no DP counterpart.
     fn try_from(layer: burn::nn::conv::Conv2d) -> Result<Self, EngineError> {
-        use burn::nn::PaddingConfig2d;
-        let refuse = |what: String| {
-            Err(EngineError::Unsupported(format!(
-                "a Conv2d with {what} has no DP counterpart: give a layer of your own per-example gradients through dp_engine::grad_sample::tape::observe"
-            )))
-        };
-        if layer.groups != 1 {
-            return refuse(format!("{} groups", layer.groups));
-        }
-        let padding = match layer.padding {
-            PaddingConfig2d::Valid => [0, 0],
-            PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => [top, left],
-            PaddingConfig2d::Same => return refuse("`Same` padding (give it explicitly)".into()),
-            PaddingConfig2d::Explicit(..) => return refuse("asymmetric padding".into()),
-        };
-        Ok(DpConv2d {
+        let padding = symmetric_padding(layer.groups, &layer.padding, layer.kernel_size, layer.stride, layer.dilation)?;
+        Ok(Conv2d {
             weight: layer.weight,
             bias: layer.bias,
             stride: layer.stride,
@@ -114,7 +150,7 @@ impl TryFrom<burn::nn::conv::Conv2d> for DpConv2d {
     }
 }
 
-impl DpConv2d {
+impl Conv2d {
     /// The geometry of this convolution's patches for a `kernel`.
     fn patches(&self, kernel: [usize; 2]) -> Patches {
         Patches { kernel, stride: self.stride, padding: self.padding, dilation: self.dilation }
@@ -164,7 +200,7 @@ impl DpConv2d {
         };
         let (weight, bias) = (self.weight.id, self.bias.as_ref().map(|b| b.id));
         let ids: Vec<_> = std::iter::once(weight).chain(bias).collect();
-        observe("DpConv2d", &ids, z, || -> Finish {
+        observe("Conv2d", &ids, z, || -> Finish {
             // The patches the forward pass multiplied, or x's, unfolded where they are read.
             let a = match cols {
                 Some(cols) => cols.into(),

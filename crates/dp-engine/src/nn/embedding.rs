@@ -8,9 +8,9 @@ use burn::module::{Initializer, Module, Param};
 use burn::tensor::module::embedding;
 use burn::tensor::{Device, Int, Tensor};
 
-/// Configuration of a [`DpEmbedding`].
+/// Configuration of a [`Embedding`].
 #[derive(Config, Debug)]
-pub struct DpEmbeddingConfig {
+pub struct EmbeddingConfig {
     /// Rows of the table (vocabulary size).
     pub n_embedding: usize,
     /// Width of each vector.
@@ -22,31 +22,31 @@ pub struct DpEmbeddingConfig {
 
 /// An embedding table with per-example gradients.
 #[derive(Module, Debug)]
-pub struct DpEmbedding {
+pub struct Embedding {
     /// The table [V, d].
     pub weight: Param<Tensor<2>>,
 }
 
-impl DpEmbeddingConfig {
+impl EmbeddingConfig {
     /// A table on `device`.
-    pub fn init(&self, device: &Device) -> DpEmbedding {
-        DpEmbedding { weight: self.initializer.init([self.n_embedding, self.d_model], device) }
+    pub fn init(&self, device: &Device) -> Embedding {
+        Embedding { weight: self.initializer.init([self.n_embedding, self.d_model], device) }
     }
 }
 
-impl From<burn::nn::Embedding> for DpEmbedding {
+impl From<burn::nn::Embedding> for Embedding {
     fn from(layer: burn::nn::Embedding) -> Self {
-        DpEmbedding { weight: layer.weight }
+        Embedding { weight: layer.weight }
     }
 }
 
-impl DpEmbedding {
+impl Embedding {
     /// The vectors of tokens [B, T], [B, T, d].
     pub fn forward(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
         let z = embedding(self.weight.val(), tokens.clone());
         let weight = self.weight.id;
         let [rows, d] = self.weight.lazy_shape().dims();
-        observe("DpEmbedding", &[weight], z, || -> Finish {
+        observe("Embedding", &[weight], z, || -> Finish {
             Box::new(move |g: Tensor<2>| {
                 let [b, t] = tokens.dims();
                 Box::new(EmbeddingGrads::new(tokens, g.reshape([b, t, d]), rows, weight))

@@ -11,9 +11,9 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor};
 
-/// Configuration of a [`DpGroupNorm`].
+/// Configuration of a [`GroupNorm`].
 #[derive(Config, Debug)]
-pub struct DpGroupNormConfig {
+pub struct GroupNormConfig {
     /// Groups the channels are split into (must divide the channels).
     pub num_groups: usize,
     /// Channels of the input.
@@ -26,7 +26,7 @@ pub struct DpGroupNormConfig {
 /// GroupNorm with per-example gradients (always affine: without gamma and beta it has no
 /// parameter, and burn-nn's GroupNorm with `affine = false` serves).
 #[derive(Module, Debug)]
-pub struct DpGroupNorm {
+pub struct GroupNorm {
     /// Scale `[C]`.
     pub gamma: Param<Tensor<1>>,
     /// Shift `[C]`.
@@ -37,17 +37,17 @@ pub struct DpGroupNorm {
     pub epsilon: f64,
 }
 
-impl DpGroupNormConfig {
+impl GroupNormConfig {
     /// A layer on `device` (gamma = 1, beta = 0). Panics when the groups do not divide the
     /// channels, as burn-nn's does.
-    pub fn init(&self, device: &Device) -> DpGroupNorm {
+    pub fn init(&self, device: &Device) -> GroupNorm {
         assert!(
             self.num_groups > 0 && self.num_channels.is_multiple_of(self.num_groups),
             "{} groups do not divide {} channels",
             self.num_groups,
             self.num_channels
         );
-        DpGroupNorm {
+        GroupNorm {
             gamma: Param::from_tensor(Tensor::ones([self.num_channels], device)),
             beta: Param::from_tensor(Tensor::zeros([self.num_channels], device)),
             num_groups: self.num_groups,
@@ -56,7 +56,7 @@ impl DpGroupNormConfig {
     }
 }
 
-impl TryFrom<burn::nn::GroupNorm> for DpGroupNorm {
+impl TryFrom<burn::nn::GroupNorm> for GroupNorm {
     type Error = EngineError;
 
     /// The same parameters (and records): a burn-nn GroupNorm fine-tuned with per-example
@@ -64,7 +64,7 @@ impl TryFrom<burn::nn::GroupNorm> for DpGroupNorm {
     fn try_from(layer: burn::nn::GroupNorm) -> Result<Self, EngineError> {
         match (layer.gamma, layer.beta) {
             (Some(gamma), Some(beta)) => {
-                Ok(DpGroupNorm { gamma, beta, num_groups: layer.num_groups, epsilon: layer.epsilon })
+                Ok(GroupNorm { gamma, beta, num_groups: layer.num_groups, epsilon: layer.epsilon })
             }
             _ => Err(EngineError::Unsupported(
                 "a GroupNorm without affine parameters has no per-example gradient to compute: keep burn-nn's".into(),
@@ -73,7 +73,7 @@ impl TryFrom<burn::nn::GroupNorm> for DpGroupNorm {
     }
 }
 
-impl DpGroupNorm {
+impl GroupNorm {
     /// Normalises x [B, C, ...].
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         let dims = x.dims();
@@ -83,7 +83,7 @@ impl DpGroupNorm {
         let normalized = normalize_rows(grouped, self.epsilon).reshape([b, c, positions]);
         let y = normalized.clone() * self.gamma.val().reshape([1, c, 1]) + self.beta.val().reshape([1, c, 1]);
         let (gamma, beta) = (self.gamma.id, self.beta.id);
-        let y = observe("DpGroupNorm", &[gamma, beta], y, || -> Finish {
+        let y = observe("GroupNorm", &[gamma, beta], y, || -> Finish {
             let xhat = normalized.inner();
             Box::new(move |g: Tensor<2>| {
                 Box::new(ScaleShiftGrads::new(xhat, g.reshape([b, c, positions]), gamma, Some(beta)))

@@ -8,7 +8,7 @@ use burn::tensor::{Tensor, TensorData};
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
-/// Redraws the weights and biases of every DpLinear and DpConv2d.
+/// Redraws the weights and biases of every Linear and Conv2d.
 struct Seeded<'a> {
     rng: &'a mut ChaCha20Rng,
     holders: Vec<String>,
@@ -26,11 +26,11 @@ impl ModuleMapper for Seeded<'_> {
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let holder = self.holders.last().map_or("", String::as_str);
-        if !matches!(holder, "Struct:DpLinear" | "Struct:DpConv2d") {
+        if !matches!(holder, "Struct:Linear" | "Struct:Conv2d") {
             return param;
         }
         let shape = param.lazy_shape().dims::<D>();
-        // The weight comes first: a DpLinear's is [in, out], a DpConv2d's [out, in, kh, kw].
+        // The weight comes first: a Linear's is [in, out], a Conv2d's [out, in, kh, kw].
         match D {
             2 => self.fan_in = shape[0],
             4 => self.fan_in = shape[1..].iter().product(),

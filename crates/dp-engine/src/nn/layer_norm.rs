@@ -10,9 +10,9 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor};
 
-/// Configuration of a [`DpLayerNorm`].
+/// Configuration of a [`LayerNorm`].
 #[derive(Config, Debug)]
-pub struct DpLayerNormConfig {
+pub struct LayerNormConfig {
     /// Size of the normalised (last) dimension.
     pub d_model: usize,
     /// Added to the variance.
@@ -25,7 +25,7 @@ pub struct DpLayerNormConfig {
 
 /// LayerNorm with per-example gradients.
 #[derive(Module, Debug)]
-pub struct DpLayerNorm {
+pub struct LayerNorm {
     /// Scale `[d]`.
     pub gamma: Param<Tensor<1>>,
     /// Shift `[d]`, where the layer has one.
@@ -34,10 +34,10 @@ pub struct DpLayerNorm {
     pub epsilon: f64,
 }
 
-impl DpLayerNormConfig {
+impl LayerNormConfig {
     /// A layer on `device` (gamma = 1, beta = 0).
-    pub fn init(&self, device: &Device) -> DpLayerNorm {
-        DpLayerNorm {
+    pub fn init(&self, device: &Device) -> LayerNorm {
+        LayerNorm {
             gamma: Param::from_tensor(Tensor::ones([self.d_model], device)),
             beta: self.bias.then(|| Param::from_tensor(Tensor::zeros([self.d_model], device))),
             epsilon: self.epsilon,
@@ -45,7 +45,7 @@ impl DpLayerNormConfig {
     }
 }
 
-impl TryFrom<burn::nn::LayerNorm> for DpLayerNorm {
+impl TryFrom<burn::nn::LayerNorm> for LayerNorm {
     type Error = EngineError;
 
     /// The same parameters (and records): a burn-nn LayerNorm fine-tuned with per-example
@@ -61,11 +61,11 @@ impl TryFrom<burn::nn::LayerNorm> for DpLayerNorm {
             .ok_or_else(|| {
                 EngineError::Unsupported(format!("cannot read the epsilon of a LayerNorm from `{description}`"))
             })?;
-        Ok(DpLayerNorm { gamma: layer.gamma, beta: layer.beta, epsilon })
+        Ok(LayerNorm { gamma: layer.gamma, beta: layer.beta, epsilon })
     }
 }
 
-impl DpLayerNorm {
+impl LayerNorm {
     /// Normalises x [B, ..., d] over its last dimension.
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         let dims = x.dims();
@@ -79,7 +79,7 @@ impl DpLayerNorm {
         };
         let (gamma, beta) = (self.gamma.id, self.beta.as_ref().map(|b| b.id));
         let ids: Vec<_> = std::iter::once(gamma).chain(beta).collect();
-        observe("DpLayerNorm", &ids, y, || -> Finish {
+        observe("LayerNorm", &ids, y, || -> Finish {
             let xhat = normalized.inner().reshape([b, positions, d]).swap_dims(1, 2);
             Box::new(move |g: Tensor<2>| {
                 let g = g.reshape([b, positions, d]).swap_dims(1, 2);

@@ -9,9 +9,9 @@ use burn::module::{Initializer, Module, Param};
 use burn::tensor::module::linear;
 use burn::tensor::{Device, Tensor};
 
-/// Configuration of a [`DpLinear`].
+/// Configuration of a [`Linear`].
 #[derive(Config, Debug)]
-pub struct DpLinearConfig {
+pub struct LinearConfig {
     /// Input features.
     pub d_input: usize,
     /// Output features.
@@ -26,36 +26,36 @@ pub struct DpLinearConfig {
 
 /// A dense layer with per-example gradients.
 #[derive(Module, Debug)]
-pub struct DpLinear {
+pub struct Linear {
     /// Weight [d_input, d_output].
     pub weight: Param<Tensor<2>>,
     /// Bias `[d_output]`.
     pub bias: Option<Param<Tensor<1>>>,
 }
 
-impl DpLinearConfig {
+impl LinearConfig {
     /// A layer on `device`.
-    pub fn init(&self, device: &Device) -> DpLinear {
+    pub fn init(&self, device: &Device) -> Linear {
         let (i, o) = (self.d_input, self.d_output);
         let weight = self.initializer.init_with([i, o], Some(i), Some(o), device);
         let bias = self.bias.then(|| self.initializer.init_with([o], Some(i), Some(o), device));
-        DpLinear { weight, bias }
+        Linear { weight, bias }
     }
 }
 
-impl From<burn::nn::Linear> for DpLinear {
+impl From<burn::nn::Linear> for Linear {
     fn from(layer: burn::nn::Linear) -> Self {
-        DpLinear { weight: layer.weight, bias: layer.bias }
+        Linear { weight: layer.weight, bias: layer.bias }
     }
 }
 
-impl DpLinear {
+impl Linear {
     /// z = x W + b for x [B, ..., d_input].
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         let z = linear(x.clone(), self.weight.val(), self.bias.as_ref().map(|b| b.val()));
         let (weight, bias) = (self.weight.id, self.bias.as_ref().map(|b| b.id));
         let ids: Vec<_> = std::iter::once(weight).chain(bias).collect();
-        observe("DpLinear", &ids, z, || -> Finish {
+        observe("Linear", &ids, z, || -> Finish {
             let dims = x.dims();
             let (b, k) = (dims[0], dims[D - 1]);
             let positions = dims.iter().product::<usize>() / (b * k).max(1);

@@ -1,5 +1,7 @@
-//! DP layers as Burn modules. Each mirrors the burn-nn layer of the same name (same parameter
-//! names, shapes and records) and, while a forward pass is recorded (`grad_sample::tape`), keeps
+//! DP layers as Burn modules, drop-ins for burn-nn's: each has the burn-nn layer's name, its
+//! config's name, fields and builder methods, and its parameter names, shapes and records, so a
+//! burn-nn model becomes private by taking these names from here instead of `burn::nn` (the
+//! parameter-free modules, pooling and activations, stay burn-nn's). Each, while a forward pass is recorded (`grad_sample::tape`), keeps
 //! what its per-example gradients need. A user's model is an ordinary `#[derive(Module)]` struct
 //! built from these and parameter-free modules, with any forward graph (residual adds,
 //! concatenation, activations, pooling, dropout, reshapes).
@@ -19,8 +21,10 @@ pub mod layer_norm;
 pub mod linear;
 pub mod scatter_net;
 
-pub use conv2d::{DpConv2d, DpConv2dConfig};
-pub use embedding::{DpEmbedding, DpEmbeddingConfig};
-pub use group_norm::{DpGroupNorm, DpGroupNormConfig};
-pub use layer_norm::{DpLayerNorm, DpLayerNormConfig};
-pub use linear::{DpLinear, DpLinearConfig};
+/// burn-nn's padding, re-exported beside the convolution that takes it.
+pub use burn::nn::PaddingConfig2d;
+pub use conv2d::{Conv2d, Conv2dConfig};
+pub use embedding::{Embedding, EmbeddingConfig};
+pub use group_norm::{GroupNorm, GroupNormConfig};
+pub use layer_norm::{LayerNorm, LayerNormConfig};
+pub use linear::{Linear, LinearConfig};

@@ -100,12 +100,12 @@ impl<M: Module> ParameterAverage<M> {
 mod tests {
     use super::*;
     use crate::backend;
-    use crate::nn::{DpLinear, DpLinearConfig};
+    use crate::nn::{Linear, LinearConfig};
     use crate::tensor_io::to_host;
 
     /// A 2 -> 1 linear layer whose weights and bias are `values`.
-    fn linear(values: [f32; 3], device: &burn::tensor::Device) -> DpLinear {
-        let mut layer = DpLinearConfig::new(2, 1).init(device);
+    fn linear(values: [f32; 3], device: &burn::tensor::Device) -> Linear {
+        let mut layer = LinearConfig::new(2, 1).init(device);
         layer.weight = layer
             .weight
             .map(|w| Tensor::from_data(burn::tensor::TensorData::new(values[..2].to_vec(), [2, 1]), &w.device()));
@@ -115,7 +115,7 @@ mod tests {
         layer
     }
 
-    fn values(layer: &DpLinear) -> Vec<f32> {
+    fn values(layer: &Linear) -> Vec<f32> {
         let mut all = Values(Vec::new());
         layer.visit(&mut all);
         all.0.iter().flat_map(to_host).collect()
@@ -139,7 +139,7 @@ mod tests {
         assert_eq!(average.decay_at(1000), 0.5);
         assert_eq!(average.updates(), 2);
         for bad in [1.0, -0.1, f64::NAN] {
-            assert!(ParameterAverage::<DpLinear>::new(bad).is_err());
+            assert!(ParameterAverage::<Linear>::new(bad).is_err());
         }
     }
 }

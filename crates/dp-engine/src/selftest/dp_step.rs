@@ -13,7 +13,7 @@ use crate::grad_sample::batch::{BatchGrads, ClipSpec, gradients_params};
 use crate::grad_sample::params::ParamTable;
 use crate::lots::loss::{cross_entropy, one_hot};
 use crate::nn::init::seeded;
-use crate::nn::{DpConv2d, DpConv2dConfig, DpGroupNorm, DpGroupNormConfig, DpLinear, DpLinearConfig};
+use crate::nn::{Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use burn::module::Module;
 use burn::tensor::activation::{relu, tanh};
 use burn::tensor::{Device, Tensor, TensorData};
@@ -35,24 +35,24 @@ const CLASSES: usize = 3;
 /// the ghost norm through the standardisation's Jacobian (9 positions, 8 channels, 54 taps).
 #[derive(Module, Debug)]
 struct Probe {
-    conv1: DpConv2d,
-    conv2: DpConv2d,
-    norm: DpGroupNorm,
-    fc: DpLinear,
+    conv1: Conv2d,
+    conv2: Conv2d,
+    norm: GroupNorm,
+    fc: Linear,
 }
 
 impl Probe {
     fn new(device: &Device) -> Self {
         Self {
-            conv1: DpConv2dConfig::new([3, 6], [3, 3]).with_padding([1, 1]).init(device),
-            conv2: DpConv2dConfig::new([6, 8], [3, 3])
+            conv1: Conv2dConfig::new([3, 6], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1)).init(device),
+            conv2: Conv2dConfig::new([6, 8], [3, 3])
                 .with_stride([2, 2])
                 .with_dilation([2, 2])
                 .with_bias(false)
                 .with_standardize(true)
                 .init(device),
-            norm: DpGroupNormConfig::new(2, 8).init(device),
-            fc: DpLinearConfig::new(72, CLASSES).init(device),
+            norm: GroupNormConfig::new(2, 8).init(device),
+            fc: LinearConfig::new(72, CLASSES).init(device),
         }
     }
 

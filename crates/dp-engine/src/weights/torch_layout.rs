@@ -1,7 +1,7 @@
-//! The DP layers as PyTorch's own, for burn-store's PyTorch adapters: a `DpLinear` is a
+//! The DP layers as PyTorch's own, for burn-store's PyTorch adapters: a `Linear` is a
 //! `Linear` (its weight is [in, out] here, [out, in] in PyTorch: transposed either way), a
-//! `DpGroupNorm` or `DpLayerNorm` a norm (gamma and beta here, weight and bias in PyTorch); a
-//! `DpConv2d` and a `DpEmbedding` share PyTorch's layout and names already.
+//! `GroupNorm` or `LayerNorm` a norm (gamma and beta here, weight and bias in PyTorch); a
+//! `Conv2d` and a `Embedding` share PyTorch's layout and names already.
 
 use burn::store::burn_pack::Tensor as PackTensor;
 use burn::store::{ModuleAdapter, ModuleContext};
@@ -14,9 +14,9 @@ pub struct DpTorchLayout<A>(pub A);
 /// The burn-nn module type whose PyTorch mapping `module_type` shares.
 fn as_burn_nn(module_type: &str) -> &str {
     match module_type {
-        "Struct:DpLinear" => "Struct:Linear",
-        "Struct:DpGroupNorm" => "Struct:GroupNorm",
-        "Struct:DpLayerNorm" => "Struct:LayerNorm",
+        "Struct:Linear" => "Struct:Linear",
+        "Struct:GroupNorm" => "Struct:GroupNorm",
+        "Struct:LayerNorm" => "Struct:LayerNorm",
         other => other,
     }
 }

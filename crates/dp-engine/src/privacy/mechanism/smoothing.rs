@@ -30,7 +30,7 @@ pub struct Smoothing {
 }
 
 /// A flat gradient reordered between Burn's layout and PyTorch's (its own inverse only for
-/// square weights, so the direction is given): a DpLinear weight [in, out] is transposed.
+/// square weights, so the direction is given): a Linear weight [in, out] is transposed.
 fn torch_order(g: Tensor<1>, p: &ParamInfo, to_torch: bool) -> Tensor<1> {
     if !p.torch_transposed || p.shape.len() != 2 {
         return g;
@@ -74,19 +74,19 @@ impl Smoothing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nn::{DpLinear, DpLinearConfig};
+    use crate::nn::{Linear, LinearConfig};
     use crate::tensor_io::{to_host, vector};
     use burn::module::Module;
 
     #[derive(Module, Debug)]
     struct Net {
-        fc: DpLinear,
+        fc: Linear,
     }
 
     #[test]
     fn tensor_scope_smooths_linear_weights_in_pytorch_order_and_model_scope_spans_tensors() {
         let device = crate::backend::cpu().device;
-        let table = ParamTable::of(&Net { fc: DpLinearConfig::new(3, 2).init(&device) }).expect("dp layers");
+        let table = ParamTable::of(&Net { fc: LinearConfig::new(3, 2).init(&device) }).expect("dp layers");
         let operator = LaplacianSmoothing::new(1.5).expect("valid s");
         // A [in = 3, out = 2] weight: PyTorch stores its transpose [2, 3] and flattens that.
         let w: Vec<f32> = vec![1.0, -2.0, 0.5, 4.0, -1.0, 3.0];
