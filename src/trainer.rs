@@ -100,12 +100,12 @@ pub fn load_images(config: &TrainConfig, test_too: bool) -> Result<Datasets> {
     };
     for (set, name) in [(Some(&train), "training"), (Some(&test), "test"), (beside.as_ref(), "test")] {
         if set.is_some_and(ImageDataset::is_empty) {
-            return Err(EngineError::Data(format!("the {name} set of {:?} holds no example", config.dataset)));
+            return Err(EngineError::data(format!("the {name} set of {:?} holds no example", config.dataset)));
         }
     }
     for other in [Some(&test), beside.as_ref()].into_iter().flatten() {
         if train.shape() != other.shape() || train.classes() != other.classes() {
-            return Err(EngineError::Data(format!(
+            return Err(EngineError::data(format!(
                 "the test set's examples are {:?} in {} classes, the training set's {:?} in {}",
                 other.shape(),
                 other.classes(),

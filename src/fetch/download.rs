@@ -27,7 +27,7 @@ pub enum Fetched {
 
 /// One line naming `url`.
 fn failed(url: &str, reason: impl std::fmt::Display) -> EngineError {
-    EngineError::Data(format!("fetching {url}: {reason}"))
+    EngineError::data(format!("fetching {url}: {reason}"))
 }
 
 /// The SHA-256 and length of the regular file `path`, None when nothing is there; refused when

@@ -63,7 +63,7 @@ pub fn unpacked(dir: &Path, key: &SecretKey) -> bool {
 /// Unpacks the batches of `archive` into `dir`/cifar-10-batches-bin, with their digests sealed
 /// by `key`.
 pub fn unpack(archive: &Path, dir: &Path, key: &SecretKey) -> Result<()> {
-    let fail = |reason: String| EngineError::Data(format!("unpacking {}: {reason}", archive.display()));
+    let fail = |reason: String| EngineError::data(format!("unpacking {}: {reason}", archive.display()));
     let staging: PathBuf = dir.join(format!("{BATCHES}.partial"));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| fail(e.to_string()))?;

@@ -29,7 +29,7 @@ pub struct Source {
 /// The key that seals the digests of unpacked archives: the cache folder's.
 fn unpacking_key() -> Result<SecretKey> {
     let dir = cache_dir().ok_or_else(|| {
-        EngineError::Data("no cache folder for the key that seals unpacked data (set DPTRAIN_CACHE_DIR or HOME)".into())
+        EngineError::data("no cache folder for the key that seals unpacked data (set DPTRAIN_CACHE_DIR or HOME)")
     })?;
     cache_key(&dir)
 }

@@ -35,48 +35,66 @@ pub enum EngineError {
     /// The requested device cannot be used.
     #[error(transparent)]
     Device(#[from] dp_kernels::backend::DeviceError),
-    /// The data could not be loaded (the message names the file).
-    #[error("{0}")]
-    Data(String),
+    /// The data could not be used (the message names the file, or what is missing), with a
+    /// data set's or sampler's own error kept as the source where one refused.
+    #[error("{reason}")]
+    Data {
+        /// What went wrong.
+        reason: String,
+        /// The data set's error, where it came from one.
+        #[source]
+        source: Option<dp_data::DataError>,
+    },
     /// Ctrl-C or SIGTERM stopped work that leaves nothing to resume (what was being done).
     #[error("interrupted {0}")]
     Interrupted(String),
-    /// Privacy accounting refused the run (bad parameters, unreachable target, exhausted budget).
-    #[error("privacy: {0}")]
-    Privacy(String),
-    /// An accountant refused (its error kept as the source).
-    #[error("privacy: {0}")]
-    Accounting(#[from] dp_accounting::AccountingError),
-    /// A data set or sampler refused (its error kept as the source).
-    #[error("{0}")]
-    DataSource(#[from] dp_data::DataError),
+    /// Privacy refused the run (bad parameters, an unreachable target, an exhausted budget, a
+    /// mechanism without its noise), with an accountant's own error kept as the source.
+    #[error("privacy: {reason}")]
+    Privacy {
+        /// What went wrong.
+        reason: String,
+        /// The accountant's error, where it came from one.
+        #[source]
+        source: Option<dp_accounting::AccountingError>,
+    },
     /// Training diverged (NaN or infinite loss).
     #[error("training diverged: {0}")]
     Diverged(String),
-    /// A checkpoint does not fit the run it would continue (the check that failed).
-    #[error("cannot resume: {0}")]
-    Resume(String),
-    /// A checkpoint's sampler could not be replayed from the run's key (its error kept).
-    #[error("cannot resume: {0}")]
-    ResumeSampler(#[source] dp_data::DataError),
-    /// A checkpoint could not be written, or was refused, for an engine error (kept as the
-    /// source).
-    #[error("checkpoint {path}: {source}")]
-    CheckpointRefused {
-        /// The checkpoint file.
-        path: std::path::PathBuf,
-        /// Why.
+    /// A checkpoint does not fit the run it would continue (the check that failed), or its
+    /// sampler could not be replayed from the run's key (the data error kept as the source).
+    #[error("cannot resume: {reason}")]
+    Resume {
+        /// The check that failed.
+        reason: String,
+        /// The sampler's error, where it came from one.
         #[source]
-        source: Box<EngineError>,
+        source: Option<dp_data::DataError>,
     },
-    /// A checkpoint could not be written or read.
+    /// A checkpoint could not be written or read, or was refused for an engine error (kept as
+    /// the source).
     #[error("checkpoint {path}: {reason}")]
     Checkpoint {
         /// The checkpoint file.
         path: std::path::PathBuf,
         /// What went wrong.
         reason: String,
+        /// The engine's error, where the checkpoint was refused for one.
+        #[source]
+        source: Option<Box<EngineError>>,
     },
+}
+
+impl From<dp_data::DataError> for EngineError {
+    fn from(error: dp_data::DataError) -> Self {
+        EngineError::Data { reason: error.to_string(), source: Some(error) }
+    }
+}
+
+impl From<dp_accounting::AccountingError> for EngineError {
+    fn from(error: dp_accounting::AccountingError) -> Self {
+        EngineError::Privacy { reason: error.to_string(), source: Some(error) }
+    }
 }
 
 /// Result with [`EngineError`].
@@ -85,7 +103,32 @@ pub type Result<T> = std::result::Result<T, EngineError>;
 impl EngineError {
     /// This error, as the reason the checkpoint `path` could not be written or was refused.
     pub fn of_checkpoint(self, path: &std::path::Path) -> Self {
-        EngineError::CheckpointRefused { path: path.to_path_buf(), source: Box::new(self) }
+        EngineError::Checkpoint { path: path.to_path_buf(), reason: self.to_string(), source: Some(Box::new(self)) }
+    }
+
+    /// The checkpoint `path` could not be written or read, for `reason`.
+    pub fn checkpoint(path: &std::path::Path, reason: impl Into<String>) -> Self {
+        EngineError::Checkpoint { path: path.to_path_buf(), reason: reason.into(), source: None }
+    }
+
+    /// Data that could not be used, for `reason`.
+    pub fn data(reason: impl Into<String>) -> Self {
+        EngineError::Data { reason: reason.into(), source: None }
+    }
+
+    /// A privacy refusal, for `reason`.
+    pub fn privacy(reason: impl Into<String>) -> Self {
+        EngineError::Privacy { reason: reason.into(), source: None }
+    }
+
+    /// A resume refused, for `reason`.
+    pub fn resume(reason: impl Into<String>) -> Self {
+        EngineError::Resume { reason: reason.into(), source: None }
+    }
+
+    /// A resume refused because the checkpoint's sampler could not be replayed.
+    pub fn resume_sampler(error: dp_data::DataError) -> Self {
+        EngineError::Resume { reason: error.to_string(), source: Some(error) }
     }
 
     /// An invalid-parameter error.

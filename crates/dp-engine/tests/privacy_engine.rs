@@ -195,7 +195,7 @@ fn a_calibrated_run_spends_its_target_certified_and_stops_at_its_plan() {
     assert_eq!(spent.guarantee, Guarantee::Certified);
     assert_eq!(dp.ledger().total_steps(), 20);
     let err = dp.step(model, &data, 0.05).expect_err("beyond the plan");
-    assert!(matches!(err, EngineError::Privacy(_)), "{err}");
+    assert!(matches!(err, EngineError::Privacy { .. }), "{err}");
     assert_eq!(dp.ledger().total_steps(), 20, "no noise released beyond the plan");
 }
 

@@ -81,7 +81,7 @@ pub fn checkpoint_path(run_dir: &Path) -> PathBuf {
 }
 
 fn err(path: &Path, reason: impl ToString) -> EngineError {
-    EngineError::Checkpoint { path: path.to_path_buf(), reason: reason.to_string() }
+    EngineError::checkpoint(path, reason.to_string())
 }
 
 impl Checkpoint {

@@ -204,7 +204,7 @@ pub fn redraw(run_dir: &Path) -> Result<()> {
 /// Refuses a plot of nothing.
 pub fn check_some(curves: &[Curve]) -> Result<()> {
     if curves.iter().all(|c| c.evaluated.is_empty() && c.losses.is_empty()) {
-        return Err(EngineError::Data("the runs logged no evaluation and no step yet: nothing to plot".into()));
+        return Err(EngineError::data("the runs logged no evaluation and no step yet: nothing to plot"));
     }
     Ok(())
 }

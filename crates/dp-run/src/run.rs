@@ -278,7 +278,7 @@ impl<'a, M: Module> Run<'a, M> {
     fn checkpoint(&self, digest: &str, params: usize) -> Result<Checkpoint> {
         let path = checkpoint_path(&self.session.folder.dir);
         let ckpt = Checkpoint::load(&path, self.session.folder.keys.mac(), checkpoint::size_bound(params))?;
-        let refuse = |reason: &str| EngineError::Checkpoint { path: path.clone(), reason: reason.into() };
+        let refuse = |reason: &str| EngineError::checkpoint(&path, reason);
         if digest != ckpt.header.config_digest {
             return Err(refuse("the run folder's config.toml is not the one this checkpoint belongs to"));
         }
@@ -296,15 +296,15 @@ fn check_clock(h: &checkpoint::Header, path: &std::path::Path) -> Result<()> {
     let now = unix_now();
     let elapsed = now.saturating_sub(h.started) + CLOCK_SLACK;
     if !(h.seconds.is_finite() && h.seconds >= 0.0 && h.seconds <= elapsed as f64) || h.started > now + CLOCK_SLACK {
-        return Err(EngineError::Checkpoint {
-            path: path.to_path_buf(),
-            reason: format!(
+        return Err(EngineError::checkpoint(
+            path,
+            format!(
                 "{} training seconds for a run started at Unix time {}, {} s ago",
                 h.seconds,
                 h.started,
                 now.saturating_sub(h.started)
             ),
-        });
+        ));
     }
     Ok(())
 }

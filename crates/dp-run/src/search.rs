@@ -145,7 +145,7 @@ pub fn search<C: Clone + Serialize, T: Serialize + DeserializeOwned>(
         };
         let trained = train(candidate)?;
         shapes[planned.config].admits(z, trained.run.ledger()).map_err(|why| {
-            EngineError::Privacy(format!(
+            EngineError::privacy(format!(
                 "a candidate's run recorded {why}: the search's epsilon does not cover it, so its score is not used and the search stops"
             ))
         })?;

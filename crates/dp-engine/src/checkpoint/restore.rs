@@ -51,7 +51,7 @@ fn check_ledger(ledger: &PrivacyLedger, config: &PrivacyConfig, plan: &Plan) -> 
         };
         let this_run = z_ok && mechanism.step_event(z, plan.sample_rate, config.settings.sampling)? == *event;
         if !this_run {
-            return Err(EngineError::Resume(format!(
+            return Err(EngineError::resume(format!(
                 "a ledger entry ({event:?}) is not a step of this run (z {:?}, q {}, {:?})",
                 want_z.map(|z| z.z),
                 plan.sample_rate,
@@ -76,7 +76,7 @@ pub fn restore<M: Module>(
     keys: &StreamKeys,
     device: &Device,
 ) -> Result<Restored<M>> {
-    let refuse = EngineError::Resume;
+    let refuse = |reason: String| EngineError::resume(reason);
     let mechanism = config.mechanism.as_ref();
     let h = ckpt.header;
     if h.keys != keys.fingerprint() {
@@ -102,7 +102,7 @@ pub fn restore<M: Module>(
     }
     check_ledger(&h.ledger, config, plan)?;
     let sampler = LotSampler::replayed(sampling(config, plan), plan.n, keys.sampler_stream(), h.step)
-        .map_err(EngineError::ResumeSampler)?;
+        .map_err(EngineError::resume_sampler)?;
     if sampler.position() != h.sampler {
         return Err(refuse(format!(
             "its sampler ({:?}) is not where {} steps leave the run's ({:?})",
@@ -157,7 +157,7 @@ fn restored_average<M: Module>(
 ) -> Result<Option<ParameterAverage<M>>> {
     let Some(AverageRecord { meta, model }) = kept else { return Ok(None) };
     if meta.updates != step {
-        return Err(EngineError::Resume(format!(
+        return Err(EngineError::resume(format!(
             "its parameter average has {} updates after {step} steps",
             meta.updates
         )));
@@ -166,11 +166,11 @@ fn restored_average<M: Module>(
         0 => template.clone(),
         _ => {
             let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(model))
-                .map_err(|e| EngineError::Resume(format!("average record: {e:?}")))?;
+                .map_err(|e| EngineError::resume(format!("average record: {e:?}")))?;
             template
                 .clone()
                 .try_load_record(record)
-                .map_err(|e| EngineError::Resume(format!("the average does not fit the model: {e:?}")))?
+                .map_err(|e| EngineError::resume(format!("the average does not fit the model: {e:?}")))?
                 .no_grad()
         }
     };
@@ -195,7 +195,7 @@ fn restored_allocation(
         None if !expected => return Ok(None),
         Some(parts) if expected && parts.iter().map(Vec::len).eq(table.params().iter().map(|p| p.len())) => parts,
         _ => {
-            return Err(EngineError::Resume("its noise allocation state does not fit the mechanism and model".into()));
+            return Err(EngineError::resume("its noise allocation state does not fit the mechanism and model"));
         }
     };
     let state: Vec<_> = parts.into_iter().map(|p| vector(p, device)).collect();
@@ -203,7 +203,7 @@ fn restored_allocation(
         a.restore(state.clone())?;
         let last = ledger.entries().last().map(|(_, e)| multiplier_of(e)).transpose()?.flatten();
         if let Some(z) = a.current_multiplier().filter(|&z| Some(z) != last) {
-            return Err(EngineError::Resume(format!(
+            return Err(EngineError::resume(format!(
                 "its current sigma gives noise multiplier {z}, its last ledger entry records {last:?}"
             )));
         }
@@ -217,6 +217,6 @@ fn multiplier_of(event: &DpEvent) -> Result<Option<f64>> {
     match event.gaussian_steps().as_deref() {
         Ok([]) => Ok(None),
         Ok([one]) => Ok(Some(one.noise_multiplier)),
-        _ => Err(EngineError::Resume(format!("a ledger entry ({event:?}) is not one step's release"))),
+        _ => Err(EngineError::resume(format!("a ledger entry ({event:?}) is not one step's release"))),
     }
 }

@@ -127,8 +127,8 @@ impl PrivacyEngine {
             (Some(keys), _) => keys,
             (None, Some(seed)) => StreamKeys::for_run(Some(seed)),
             (None, None) => {
-                return Err(EngineError::Resume(
-                    "give the run's keys: with_keys(StreamKeys::load(its key file)), as DpOptimizer::keys gave them; or, for a seeded run, the same seed in its PrivacyConfig".into(),
+                return Err(EngineError::resume(
+                    "give the run's keys: with_keys(StreamKeys::load(its key file)), as DpOptimizer::keys gave them; or, for a seeded run, the same seed in its PrivacyConfig",
                 ));
             }
         };
@@ -152,7 +152,7 @@ impl PrivacyEngine {
             return Err(EngineError::invalid("batch size", "must be at least 1"));
         }
         if source.is_empty() {
-            return Err(EngineError::Data("the lot source holds no example".into()));
+            return Err(EngineError::data("the lot source holds no example"));
         }
         let plan = plan(&self.privacy, source.len())?;
         Ok((self.privacy.clone(), plan, SelectedDevice::of(device)))

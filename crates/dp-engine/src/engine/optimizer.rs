@@ -86,7 +86,7 @@ impl<M: Module> DpOptimizer<M> {
     /// Refused once the planned steps are taken.
     pub fn step(&mut self, model: M, source: &dyn LotSource<M>, lr: f64) -> Result<(M, LotMetrics)> {
         if self.is_done() {
-            return Err(EngineError::Privacy(format!(
+            return Err(EngineError::privacy(format!(
                 "the run planned {} steps and has taken them: another would spend more than {}",
                 self.plan.planned_steps, self.plan.privacy
             )));

@@ -76,7 +76,7 @@ where
             .iter()
             .map(|&i| {
                 self.dataset.get(i).map_err(|e| {
-                    EngineError::Data(format!("the dataset cannot give item {i} of {}: {e}", self.dataset.len()))
+                    EngineError::data(format!("the dataset cannot give item {i} of {}: {e}", self.dataset.len()))
                 })
             })
             .collect::<Result<Vec<I>>>()?;

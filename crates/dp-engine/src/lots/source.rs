@@ -129,7 +129,7 @@ pub(crate) fn batch_losses<M>(
     let out = source.losses(model, &indices, device)?;
     let got = out.losses.dims()[0];
     if views == 0 || got != rows * views {
-        return Err(EngineError::Data(format!(
+        return Err(EngineError::data(format!(
             "the loss gave {got} values for {rows} examples of {views} views each (LotSource::losses and views disagree)"
         )));
     }

@@ -43,7 +43,7 @@ pub fn plan(config: &PrivacyConfig, n: usize) -> Result<Plan> {
     if let Some(target) = settings.target_epsilon().filter(|_| mechanism.is_private())
         && privacy.epsilon > target * (1.0 + 1e-9)
     {
-        return Err(EngineError::Privacy(format!(
+        return Err(EngineError::privacy(format!(
             "the planned run would spend epsilon {}, above the budget {target}",
             privacy.epsilon
         )));

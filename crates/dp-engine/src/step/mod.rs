@@ -103,7 +103,7 @@ pub fn for_run<M: Module>(
         let trained = table.params().iter().map(|p| p.id).collect();
         return Ok(Box::new(plain::PlainStep { sampler, batching, ledger, event, trained }));
     };
-    let noise = noise.ok_or_else(|| EngineError::Privacy("a private step needs its noise stream".into()))?;
+    let noise = noise.ok_or_else(|| EngineError::privacy("a private step needs its noise stream"))?;
     let mechanism = config.mechanism.clone();
     let mut allocation = mechanism.allocation(z, &config.settings, table);
     if let Some(state) = kept {

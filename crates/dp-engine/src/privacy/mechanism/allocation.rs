@@ -47,7 +47,7 @@ pub trait NoiseAllocation: Send {
     /// Continues from a checkpoint's `state` (as [`Self::state`] gave it), refused when this
     /// allocation keeps none or the state could not have been produced.
     fn restore(&mut self, _state: Vec<Tensor<1>>) -> Result<()> {
-        Err(EngineError::Privacy("this noise allocation keeps no state, but one was given".into()))
+        Err(EngineError::privacy("this noise allocation keeps no state, but one was given"))
     }
 
     /// The noise multiplier the current state gives, where it varies with the state (the

@@ -102,7 +102,7 @@ pub trait Mechanism: Send + Sync {
     /// `sampling` at rate `sample_rate`: the event the ledger records for it.
     fn step_event(&self, z: Option<f64>, sample_rate: f64, sampling: LotSampling) -> Result<DpEvent> {
         let z =
-            z.ok_or_else(|| EngineError::Privacy(format!("{} adds noise, but no multiplier was set", self.name())))?;
+            z.ok_or_else(|| EngineError::privacy(format!("{} adds noise, but no multiplier was set", self.name())))?;
         Ok(DpEvent::sampled_gaussian(z, sample_rate, sampling)?)
     }
 

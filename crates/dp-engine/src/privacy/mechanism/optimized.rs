@@ -134,7 +134,7 @@ pub fn group_sigmas(weights: &[f64], bounds: &[f64], noise_multiplier: f64) -> R
     let blocks: Vec<Block> = bounds.iter().enumerate().map(|(g, &c)| Block { start: g, len: 1, radius: c }).collect();
     let schedule = SolverSchedule { iterations: GROUP_ITERATIONS, ..SolverSchedule::default() };
     let tau = 1.0 / (noise_multiplier * noise_multiplier);
-    let sigma = solve(&weights, &blocks, tau, &schedule).map_err(EngineError::Privacy)?;
+    let sigma = solve(&weights, &blocks, tau, &schedule).map_err(EngineError::privacy)?;
     Ok(sigma.into_iter().map(f32_at_least).collect())
 }
 

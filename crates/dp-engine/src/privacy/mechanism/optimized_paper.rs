@@ -103,8 +103,7 @@ impl Mechanism for OptimizedPaper {
 
     /// The Gaussian release at min sigma / alpha, and the use of w that no analysis covers.
     fn step_event(&self, z: Option<f64>, sample_rate: f64, sampling: LotSampling) -> Result<DpEvent> {
-        let z =
-            z.ok_or_else(|| EngineError::Privacy("optimized-paper adds noise, but no multiplier was set".into()))?;
+        let z = z.ok_or_else(|| EngineError::privacy("optimized-paper adds noise, but no multiplier was set"))?;
         Ok(DpEvent::Composed {
             events: vec![
                 DpEvent::sampled_gaussian(z, sample_rate, sampling)?,
@@ -159,7 +158,7 @@ impl NoiseAllocation for Sphere {
                 .map_err(EngineError::Unsupported)?;
             let least = f64::from(sigma.clone().min().into_scalar::<f32>());
             if !(least.is_finite() && least > 0.0) {
-                return Err(EngineError::Privacy(format!("the solver returned a minimum sigma of {least}")));
+                return Err(EngineError::privacy(format!("the solver returned a minimum sigma of {least}")));
             }
             let mut start = 0;
             let per_tensor = table
@@ -172,7 +171,7 @@ impl NoiseAllocation for Sphere {
                 .collect();
             self.current = Some((per_tensor, least / self.alpha));
         }
-        let (sigma, z) = self.current.as_ref().ok_or_else(|| EngineError::Privacy("no sigma".into()))?;
+        let (sigma, z) = self.current.as_ref().ok_or_else(|| EngineError::privacy("no sigma"))?;
         Ok(StepNoise {
             scales: sigma.iter().map(|s| NoiseScale::PerCoordinate(Box::new(s.clone()))).collect(),
             noise_multiplier: *z,
@@ -194,7 +193,7 @@ impl NoiseAllocation for Sphere {
         let least = host.iter().copied().map(f64::from).fold(f64::INFINITY, f64::min);
         let finite = host.iter().all(|s| s.is_finite());
         if !(finite && least > 0.0) {
-            return Err(EngineError::Privacy(format!(
+            return Err(EngineError::privacy(format!(
                 "a sigma of {least} (or one that is not finite) cannot have been used"
             )));
         }
