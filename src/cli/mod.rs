@@ -18,6 +18,7 @@ mod selftest;
 mod table_args;
 mod train;
 mod tune;
+mod words;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -110,13 +111,14 @@ pub fn run() -> ExitCode {
                     chain.push(cause);
                 }
             }
+            let line = words::in_flags(&chain.join(": ")).replace('\n', " ");
             let interrupted = matches!(e.downcast_ref(), Some(dp_engine::EngineError::Interrupted(_)));
             if interrupted {
                 // As a shell reports a process ended by SIGINT.
-                eprintln!("{}", chain.join(": ").replace('\n', " "));
+                eprintln!("{line}");
                 return ExitCode::from(130);
             }
-            eprintln!("error: {}", chain.join(": ").replace('\n', " "));
+            eprintln!("error: {line}");
             ExitCode::FAILURE
         }
     }

@@ -70,7 +70,7 @@ pub fn start(run_dir: &Path, settings: &str, z: Option<f64>, overwrite: bool, ke
             return Err(EngineError::invalid(
                 "out dir",
                 format!(
-                    "{} holds another run ({}): give --resume to continue it, --overwrite to replace it, or another --out-dir",
+                    "{} holds another run ({}): give RunFolder::resume to continue it, RunOptions::overwrite to replace it, or another run folder",
                     run_dir.display(),
                     present.join(", ")
                 ),
@@ -113,7 +113,7 @@ pub fn read_keys(run_dir: &Path) -> Result<RunKeys> {
         if completed {
             file_error(
                 run_dir,
-                "the run is complete (its key file was removed at the end): nothing is left to resume; start a new run with --overwrite or another --out-dir",
+                "the run is complete (its key file was removed at the end): nothing is left to resume; start a new run with RunOptions::overwrite or another run folder",
             )
         } else {
             e

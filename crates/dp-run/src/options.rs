@@ -53,7 +53,7 @@ impl RunOptions {
             if resumed || self.stop_after.is_some() {
                 return Err(EngineError::invalid(
                     "audit",
-                    "the canaries live in memory: audit a whole run in one session (no --resume or --stop-after)",
+                    "the canaries live in memory: audit a whole run in one session (no RunFolder::resume or RunOptions::stop_after)",
                 ));
             }
             if !(request.confidence > 0.0 && request.confidence < 1.0) {

@@ -208,7 +208,7 @@ impl<'a, M: Module> Run<'a, M> {
         match self.session.privacy.settings.seed {
             Some(seed) if Some(seed) != self.session.folder.seed() => Err(EngineError::invalid(
                 "seed",
-                "--resume takes the run's own seed (from its key file): drop --seed or give the run's",
+                "RunFolder::resume takes the run's own seed (from its key file): drop PrivacyConfig::with_seed or give the run's",
             )),
             _ => Ok(self.session.folder.seed()),
         }

@@ -68,7 +68,7 @@ impl<M: Module> StepLoop<'_, '_, M> {
             {
                 if !loss.is_finite() {
                     return Err(EngineError::Diverged(format!(
-                        "loss is {loss} at step {step}; lower --learning-rate (the last checkpoint is kept)"
+                        "loss is {loss} at step {step}; lower Run::new's learning rate (the last checkpoint is kept)"
                     )));
                 }
                 self.log(&Event::Step { step, loss, accuracy }, observe)?;

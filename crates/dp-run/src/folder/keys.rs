@@ -86,7 +86,7 @@ impl RunKeys {
         if !dp_data::safe_files::occupied(&path) {
             return Err(file_error(
                 &path,
-                "is missing: a run's key file is removed when it completes (--keep-key keeps it), and a run cannot be resumed without it",
+                "is missing: a run's key file is removed when it completes (RunOptions::keep_key keeps it), and a run cannot be resumed without it",
             ));
         }
         let bytes = read_secret(&path, MAX_KEY_FILE)?;

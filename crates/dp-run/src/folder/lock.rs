@@ -35,7 +35,7 @@ impl RunLock {
             Ok(()) => Ok(Self { dir, path: run_dir.to_path_buf() }),
             Err(TryLockError::WouldBlock) => Err(file_error(
                 run_dir,
-                "another dptrain process is running in this folder (it holds its lock): wait for it to end, or give another --out-dir",
+                "another program is running in this folder (it holds its lock): wait for it to end, or give another run folder",
             )),
             Err(TryLockError::Error(e)) => Err(file_error(run_dir, e)),
         }
@@ -66,7 +66,7 @@ mod tests {
         let run = dir.path().join("run");
         let first = RunLock::acquire(&run).unwrap();
         let e = RunLock::acquire(&run).unwrap_err().to_string();
-        assert!(e.contains("another dptrain process"), "{e}");
+        assert!(e.contains("another program is running in this folder"), "{e}");
         first.held().unwrap();
         drop(first);
         RunLock::acquire(&run).unwrap();
