@@ -118,17 +118,18 @@ def vulkan_drivers():
     found = []
     folders = ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/nvidia/share/vulkan/icd.d"]
     listed = [f for f in os.environ.get("VK_DRIVER_FILES", os.environ.get("VK_ICD_FILENAMES", "")).split(":") if f]
-    for path in listed + [os.path.join(d, f) for d in folders if os.path.isdir(d) for f in sorted(os.listdir(d))]:
+    scanned = [os.path.join(d, f) for d in folders if os.path.isdir(d) for f in sorted(os.listdir(d))]
+    try:  # where the dynamic loader finds a library named bare
+        cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
+    except OSError:
+        cache = []
+    for path in dict.fromkeys(listed + scanned):  # each manifest once, the environment's first
         try:
             library = json.load(open(path))["ICD"]["library_path"]
         except (OSError, ValueError, KeyError, TypeError) as e:
             found.append(f"{path}: unreadable ({e.__class__.__name__})")
             continue
-        if not os.path.isabs(library):  # a bare name: where the dynamic loader finds it
-            try:
-                cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
-            except OSError:
-                cache = []
+        if not os.path.isabs(library):
             hits = [line.split(" => ")[-1].strip() for line in cache if line.strip().startswith(library + " ")]
             if not hits:
                 found.append(f"{path} -> {library}: not on the loader's path")

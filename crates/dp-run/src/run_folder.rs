@@ -5,7 +5,7 @@
 use crate::folder::keys::{RunKeys, key_path};
 use crate::folder::lock::RunLock;
 use crate::folder::{self, parse_config};
-use dp_data::safe_files::file_error;
+use dp_data::safe_files::{file_error, occupied};
 use dp_engine::checkpoint::StreamKeys;
 use dp_engine::error::{EngineError, Result};
 use serde::de::DeserializeOwned;
@@ -49,9 +49,9 @@ impl RunFolder {
     /// started again after Ctrl-C, a kill or a lost machine.
     pub fn open(dir: impl AsRef<Path>, seed: Option<u64>) -> Result<Self> {
         let dir = dir.as_ref();
-        match std::fs::symlink_metadata(key_path(dir)) {
-            Ok(_) => Self::resume(dir),
-            Err(_) => Self::fresh(dir, seed),
+        match occupied(&key_path(dir)) {
+            true => Self::resume(dir),
+            false => Self::fresh(dir, seed),
         }
     }
 
