@@ -108,7 +108,7 @@ fn main() -> anyhow::Result<()> {
         device.name,
         dp.noise_multiplier().unwrap_or(0.0),
         dp.planned_steps(),
-        dp.planned_privacy()
+        dp.planned_privacy().planned()
     );
     for note in dp.notes() {
         println!("note: {note}");

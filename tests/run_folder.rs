@@ -223,7 +223,8 @@ fn absurd_sizes_and_counts_are_one_line_errors() {
 }
 
 /// On a pipe (a log file, CI) progress is plain lines: the run's set-up, its first step and its
-/// evaluations, instead of silence until the end.
+/// evaluations, instead of silence until the end. The plan's epsilon is labelled a plan: only the
+/// evaluations' epsilons, from the ledger, carry a guarantee.
 #[test]
 fn a_run_on_a_pipe_says_it_is_alive() {
     let (tmp, data) = temp_with_dataset(300);
@@ -235,6 +236,10 @@ fn a_run_on_a_pipe_says_it_is_alive() {
     for line in ["device: cpu", "planned steps spend", "1/12 steps [", "step 12: test accuracy"] {
         assert!(stderr.contains(line), "{line} missing: {stderr}");
     }
+    let plan = stderr.lines().find(|line| line.contains("planned steps spend")).unwrap_or_default();
+    assert!(plan.ends_with("rdp, planned)"), "{plan}");
+    let evaluated = stderr.lines().find(|line| line.contains("step 12: test accuracy")).unwrap_or_default();
+    assert!(evaluated.ends_with("rdp, certified)"), "{evaluated}");
 }
 
 #[test]

@@ -23,27 +23,19 @@ pub struct AccountArgs {
     #[command(flatten)]
     schedule: ScheduleArgs,
 
-    /// Target delta, in (0, 1); usually below 1/N.
-    #[arg(long, short = 'd', value_name = "D")]
-    delta: f64,
-
     #[command(flatten)]
     accountant: AccountantArgs,
-
-    /// Print one JSON object on stdout instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Runs `dptrain account`.
 pub fn run(args: AccountArgs) -> Result<()> {
     let schedule = args.schedule.resolve()?;
     let ledger = PrivacyLedger::homogeneous(args.noise_multiplier, schedule.sample_rate, schedule.steps)?;
-    let report = args.accountant.build()?.epsilon(&ledger, args.delta)?;
+    let report = args.accountant.build().epsilon(&ledger, args.accountant.delta)?;
     let extra = [
         ("noise_multiplier", json!(args.noise_multiplier)),
         ("sample_rate", json!(schedule.sample_rate)),
         ("steps", json!(schedule.steps)),
     ];
-    print_report("", &report, &extra, args.json)
+    print_report("", &report, &extra, args.accountant.json)
 }

@@ -1,52 +1,29 @@
-//! The accountant a command uses, chosen by flags.
+//! The accountant a command uses, chosen by flags whose values are dp-accounting's registry.
 
-use anyhow::Result;
-use clap::{Args, ValueEnum};
-use dp_accounting::{Accountant, AnalyticGaussianAccountant, Conversion, OrderGrid, PrvAccountant, RdpAccountant};
+use super::enum_arg::choice;
+use clap::Args;
+use dp_accounting::{Accountant, AccountantName, AccountantOptions, Conversion, OrderGrid};
+use std::sync::Arc;
 
-/// Which sound accountant to use.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AccountantKind {
-    /// Rényi DP of the subsampled Gaussian (Mironov et al. 2019); what Opacus and TF Privacy report.
-    Rdp,
-    /// Privacy random variables (Gopi et al. 2021): a tight upper bound with a stated error.
-    Prv,
-    /// Exact analytic Gaussian (Balle & Wang 2018); full batches (q = 1) only.
-    Analytic,
-}
-
-/// RDP order grid, as a flag value.
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum GridFlag {
-    /// Opacus/TF Privacy grid (1.1..10.9, 12..63): reproduces their epsilons.
-    Standard,
-    /// Standard grid plus orders near 1 and up to 4096: never worse, needed below epsilon ~0.1.
-    Extended,
-}
-
-/// RDP-to-DP conversion, as a flag value.
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum ConversionFlag {
-    /// Balle et al. 2020, Theorem 21 (tighter; what Opacus uses).
-    Balle2020,
-    /// Mironov 2017, Proposition 3 (what older TF Privacy versions use).
-    Classic,
-}
-
-/// Flags that choose and tune the accountant.
+/// The flags `account` and `calibrate` share: the delta, the accountant with its options, and
+/// how the answer prints.
 #[derive(Args, Debug)]
 pub struct AccountantArgs {
+    /// Target delta, in (0, 1); usually below 1/N.
+    #[arg(long, short = 'd', value_name = "D")]
+    pub delta: f64,
+
     /// Accountant that certifies the epsilon.
-    #[arg(long, value_enum, default_value_t = AccountantKind::Rdp)]
-    accountant: AccountantKind,
+    #[arg(long, value_parser = choice::<AccountantName>(), default_value = "rdp")]
+    accountant: AccountantName,
 
     /// RDP: order grid to optimize over.
-    #[arg(long, value_enum, default_value = "extended")]
-    rdp_orders: GridFlag,
+    #[arg(long, value_parser = choice::<OrderGrid>(), default_value = "extended")]
+    rdp_orders: OrderGrid,
 
     /// RDP: conversion from RDP to (epsilon, delta).
-    #[arg(long, value_enum, default_value = "balle2020")]
-    rdp_conversion: ConversionFlag,
+    #[arg(long, value_parser = choice::<Conversion>(), default_value = "balle2020")]
+    rdp_conversion: Conversion,
 
     /// PRV: allowed error in epsilon [default: 0.004 * max(1, RDP epsilon)].
     #[arg(long, value_name = "E")]
@@ -55,25 +32,21 @@ pub struct AccountantArgs {
     /// PRV: allowed error in delta [default: delta / 1000].
     #[arg(long, value_name = "D")]
     delta_error: Option<f64>,
+
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl AccountantArgs {
     /// The accountant these flags describe.
-    pub fn build(&self) -> Result<Box<dyn Accountant>> {
-        Ok(match self.accountant {
-            AccountantKind::Rdp => {
-                let grid = match self.rdp_orders {
-                    GridFlag::Standard => OrderGrid::Standard,
-                    GridFlag::Extended => OrderGrid::Extended,
-                };
-                let conversion = match self.rdp_conversion {
-                    ConversionFlag::Balle2020 => Conversion::Balle2020,
-                    ConversionFlag::Classic => Conversion::Classic,
-                };
-                Box::new(RdpAccountant::new(grid, conversion))
-            }
-            AccountantKind::Prv => Box::new(PrvAccountant { eps_error: self.eps_error, delta_error: self.delta_error }),
-            AccountantKind::Analytic => Box::new(AnalyticGaussianAccountant),
-        })
+    pub fn build(&self) -> Arc<dyn Accountant> {
+        let options = AccountantOptions {
+            rdp_orders: self.rdp_orders,
+            rdp_conversion: self.rdp_conversion,
+            eps_error: self.eps_error,
+            delta_error: self.delta_error,
+        };
+        self.accountant.build(&options)
     }
 }

@@ -23,26 +23,18 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     schedule: ScheduleArgs,
 
-    /// Target delta, in (0, 1); usually below 1/N.
-    #[arg(long, short = 'd', value_name = "D")]
-    delta: f64,
-
     #[command(flatten)]
     accountant: AccountantArgs,
-
-    /// Print one JSON object on stdout instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Runs `dptrain calibrate`.
 pub fn run(args: CalibrateArgs) -> Result<()> {
     let schedule = args.schedule.resolve()?;
-    let accountant = args.accountant.build()?;
+    let accountant = args.accountant.build();
     let c = calibrate_noise_multiplier(
         accountant.as_ref(),
         args.target_epsilon,
-        args.delta,
+        args.accountant.delta,
         schedule.sample_rate,
         schedule.steps,
     )?;
@@ -54,5 +46,5 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         ("accountant_evaluations", json!(c.evaluations)),
     ];
     let headline = format!("noise multiplier = {:.6}\n", c.noise_multiplier);
-    print_report(&headline, &c.report, &extra, args.json)
+    print_report(&headline, &c.report, &extra, args.accountant.json)
 }

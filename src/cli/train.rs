@@ -260,7 +260,8 @@ pub struct TrainArgs {
     #[arg(long)]
     weight_decay: Option<f64>,
 
-    /// Accountant: rdp (as Opacus/TF Privacy) or prv (tight upper bound) [default: rdp].
+    /// Accountant: rdp (as Opacus/TF Privacy), prv (tight upper bound) or analytic (full batches
+    /// only) [default: rdp].
     #[arg(long, value_parser = parse::<AccountantName>)]
     accountant: Option<AccountantName>,
 

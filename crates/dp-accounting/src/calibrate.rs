@@ -7,7 +7,7 @@
 use crate::accountant::Accountant;
 use crate::error::{AccountingError, Result};
 use crate::ledger::PrivacyLedger;
-use crate::rdp_accountant::RdpAccountant;
+use crate::rdp::RdpAccountant;
 use crate::report::PrivacyReport;
 use crate::validate;
 

@@ -21,6 +21,14 @@ pub enum AccountingError {
     /// The accountant has no way to compute with this kind of release.
     #[error("unsupported release: {0}")]
     Unsupported(String),
+    /// A name that is none of a closed set's (an accountant, a grid, a conversion).
+    #[error("unknown name '{name}', expected one of {expected}")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The names there are, quoted and comma-separated.
+        expected: String,
+    },
     /// The numerical method cannot give a trustworthy answer for these inputs.
     #[error("numerical limit: {0}")]
     Numerical(String),

@@ -91,12 +91,34 @@ impl fmt::Display for PrivacyReport {
     /// One line, never an epsilon without its label: `epsilon 2.5966 (delta 1e-5, rdp,
     /// certified)`, or `epsilon infinite (no privacy, label none)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.show(f, self.guarantee)
+    }
+}
+
+impl PrivacyReport {
+    /// This report read as a plan (what a run would spend if every planned step ran): the
+    /// label `planned` in place of its guarantee, for only what ran earns a guarantee.
+    pub fn planned(&self) -> Planned<'_> {
+        Planned(self)
+    }
+
+    /// The report's line with `label` as its label.
+    fn show(&self, f: &mut fmt::Formatter<'_>, label: impl fmt::Display) -> fmt::Result {
         let eps = match self.epsilon {
-            e if e.is_infinite() => return write!(f, "epsilon infinite (no privacy, label {})", self.guarantee),
+            e if e.is_infinite() => return write!(f, "epsilon infinite (no privacy, label {label})"),
             e if e == 0.0 || e >= 0.01 => format!("{e:.4}"),
             e => format!("{e:.3e}"),
         };
-        write!(f, "epsilon {eps} (delta {:e}, {}, {})", self.delta, self.accountant, self.guarantee)
+        write!(f, "epsilon {eps} (delta {:e}, {}, {label})", self.delta, self.accountant)
+    }
+}
+
+/// A report shown as a plan: `epsilon 3.0000 (delta 1e-5, rdp, planned)` ([`PrivacyReport::planned`]).
+pub struct Planned<'a>(&'a PrivacyReport);
+
+impl fmt::Display for Planned<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.show(f, "planned")
     }
 }
 
@@ -123,5 +145,13 @@ mod tests {
         assert!(json.contains(r#""epsilon":null"#), "{json}");
         let back: PrivacyReport = serde_json::from_str(&json).unwrap();
         assert!(back.epsilon.is_infinite());
+    }
+
+    #[test]
+    fn a_plan_is_never_shown_with_a_guarantee() {
+        let plan = PrivacyReport::new(3.0, 1e-5, "prv", Guarantee::Certified);
+        assert_eq!(plan.planned().to_string(), "epsilon 3.0000 (delta 1e-5, prv, planned)");
+        let paper = PrivacyReport::new(0.5, 1e-5, "lssgd-paper", Guarantee::PaperBound);
+        assert_eq!(paper.planned().to_string(), "epsilon 0.5000 (delta 1e-5, lssgd-paper, planned)");
     }
 }

@@ -12,7 +12,7 @@ use crate::calibrate::calibrate_noise_multiplier;
 use crate::error::{AccountingError, Result};
 use crate::event::{DpEvent, LotSampling};
 use crate::ledger::PrivacyLedger;
-use crate::rdp_accountant::RdpAccountant;
+use crate::rdp::RdpAccountant;
 use crate::repeat_and_select::Repetitions;
 use crate::report::PrivacyReport;
 use crate::validate;

@@ -93,9 +93,14 @@ impl Event {
             format!(
                 "model: {parameters} parameters{frozen}; {train_examples} training examples, sampling rate {sample_rate:.6}"
             ),
-            format!("privacy: noise multiplier {z}; the {planned_steps} planned steps spend {planned_privacy}"),
+            format!(
+                "privacy: noise multiplier {z}; the {planned_steps} planned steps spend {}",
+                planned_privacy.planned()
+            ),
         ];
-        lines.extend(planned_sigma_privacy.iter().map(|p| format!("privacy of the smallest sigma used: {p}")));
+        lines.extend(
+            planned_sigma_privacy.iter().map(|p| format!("privacy of the smallest sigma used: {}", p.planned())),
+        );
         lines.extend(notes.iter().map(|note| format!("note: {note}")));
         if *start_step > 0 {
             lines.push(format!("resuming at step {start_step}"));

@@ -14,7 +14,7 @@ use crate::accountant::{Accountant, poisson_gaussian_only, without_gaussian};
 use crate::error::{AccountingError, Result};
 use crate::event::DpEvent;
 use crate::ledger::PrivacyLedger;
-use crate::rdp_accountant::RdpAccountant;
+use crate::rdp::RdpAccountant;
 use crate::report::PrivacyReport;
 use crate::validate;
 use compose::compose;

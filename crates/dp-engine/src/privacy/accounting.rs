@@ -4,17 +4,16 @@
 //! a budget).
 
 use crate::error::{EngineError, Result};
-use crate::privacy::settings::{AccountantChoice, AccountantName, NoiseLevel, PrivacySettings};
+use crate::privacy::settings::{AccountantChoice, NoiseLevel, PrivacySettings};
 use dp_accounting::{
-    Accountant, Guarantee, PrivacyLedger, PrivacyReport, PrvAccountant, RdpAccountant, calibrate_noise_multiplier,
+    Accountant, AccountantOptions, Guarantee, PrivacyLedger, PrivacyReport, calibrate_noise_multiplier,
 };
 use std::sync::Arc;
 
 /// The accountant a run chose: a built-in one by name, or the user's own.
 pub fn accountant(choice: &AccountantChoice) -> Arc<dyn Accountant> {
     match choice {
-        AccountantChoice::Named(AccountantName::Rdp) => Arc::new(RdpAccountant::default()),
-        AccountantChoice::Named(AccountantName::Prv) => Arc::new(PrvAccountant::default()),
+        AccountantChoice::Named(name) => name.build(&AccountantOptions::default()),
         AccountantChoice::Own(accountant) => accountant.clone(),
     }
 }

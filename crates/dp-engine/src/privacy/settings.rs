@@ -6,20 +6,10 @@
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
+pub use dp_accounting::AccountantName;
 use dp_accounting::search::TrainingShape;
 use dp_accounting::{Accountant, LotSampling};
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-
-/// Sound accountant used for the run's epsilon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AccountantName {
-    /// Rényi DP (what Opacus and TF Privacy report).
-    Rdp,
-    /// Privacy random variables: a tight upper bound.
-    Prv,
-}
 
 /// The accountant of a run: a built-in one by name, or a user's own, any
 /// `dp_accounting::Accountant` (as Google's dp_accounting takes any `PrivacyAccountant`): its

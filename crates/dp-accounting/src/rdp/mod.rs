@@ -1,10 +1,15 @@
-//! The RDP accountant: sums per-step RDP curves over a ledger and converts to (epsilon, delta).
+//! Rényi DP accounting: the RDP of one subsampled Gaussian step and its conversion to
+//! (epsilon, delta) ([`subsampled_gaussian`]), and the accountant that sums those curves over a
+//! ledger.
+
+pub mod subsampled_gaussian;
+
+pub use subsampled_gaussian::{Conversion, extended_orders, standard_orders, subsampled_gaussian_rdp};
 
 use crate::accountant::{Accountant, poisson_gaussian_only, without_gaussian};
 use crate::error::{AccountingError, Result};
 use crate::event::DpEvent;
 use crate::ledger::PrivacyLedger;
-use crate::rdp::{Conversion, extended_orders, standard_orders, subsampled_gaussian_rdp};
 use crate::repeat_and_select::repeated_rdp;
 use crate::report::PrivacyReport;
 use crate::validate;
