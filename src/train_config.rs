@@ -19,7 +19,23 @@ use dp_engine::privacy::PrivacyConfig;
 use dp_engine::privacy::mechanism::{self, MechanismName};
 use dp_engine::privacy::{NoiseLevel, PrivacySettings, positive};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::PathBuf;
+
+/// Settings by their configuration key, unset ones absent: the flags given, or a configuration's.
+pub type Settings = serde_json::Map<String, Value>;
+
+/// A setting that a resume's flags would change: its key, the run's value and the value given
+/// (None: the flags drop it), each written as the run's config.toml writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The setting's key.
+    pub key: String,
+    /// The run's value (`none`: unset).
+    pub run_has: String,
+    /// The value given; None when the flags unset it.
+    pub given: Option<String>,
+}
 
 /// A training run's configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -154,6 +170,61 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// The settings `value` sets (anything serialised with this configuration's keys: the
+    /// configuration itself, or the flags of a command), by key; those it leaves unset are absent.
+    pub fn settings_of(value: &impl Serialize) -> Result<Settings> {
+        match serde_json::to_value(value) {
+            Ok(Value::Object(mut settings)) => {
+                settings.retain(|_, v| !v.is_null());
+                Ok(settings)
+            }
+            Ok(other) => Err(EngineError::invalid("settings", format!("{other} is not a map of settings"))),
+            Err(e) => Err(EngineError::invalid("settings", e.to_string())),
+        }
+    }
+
+    /// This configuration with `given` laid over it: each setting given replaces this one's (a
+    /// mechanism's own option joins its options, which the mechanism named checks: it refuses
+    /// another's), and a noise multiplier given drops a target epsilon and the other way round
+    /// (a run has one noise level). Checked as a privacy configuration.
+    pub fn overlaid(&self, given: &Settings) -> Result<TrainConfig> {
+        let mut settings = Self::settings_of(self)?;
+        for (one, other) in [("noise_multiplier", "target_epsilon"), ("target_epsilon", "noise_multiplier")] {
+            if given.contains_key(one) {
+                settings.remove(other);
+            }
+        }
+        settings.extend(given.clone());
+        let config: TrainConfig = serde_json::from_value(Value::Object(settings))
+            .map_err(|e| EngineError::invalid("settings", e.to_string()))?;
+        config.privacy()?;
+        Ok(config)
+    }
+
+    /// What `asked` would change in this run's settings, key by key: the settings it gives
+    /// another value (or that this run leaves unset), then those it unsets. The device, the seed
+    /// and the run folder are not compared: a resumed run may move to another device, its seed
+    /// is in its key file, and its folder is where it was found.
+    pub fn changes(&self, asked: &TrainConfig) -> Result<Vec<Change>> {
+        let compared = |config: &TrainConfig| {
+            let config =
+                TrainConfig { device: self.device, seed: None, out_dir: self.out_dir.clone(), ..config.clone() };
+            Self::settings_of(&config)
+        };
+        let (run, now) = (compared(self)?, compared(asked)?);
+        let changed = now.iter().filter(|(key, value)| run.get(*key) != Some(*value)).map(|(key, value)| Change {
+            key: key.clone(),
+            run_has: run.get(key).map_or("none".into(), as_toml),
+            given: Some(as_toml(value)),
+        });
+        let unset = run.iter().filter(|(key, _)| !now.contains_key(*key)).map(|(key, value)| Change {
+            key: key.clone(),
+            run_has: as_toml(value),
+            given: None,
+        });
+        Ok(changed.chain(unset).collect())
+    }
+
     /// How a user's own data is read.
     pub fn own_data(&self) -> OwnData {
         let default = OwnData::default();
@@ -266,5 +337,69 @@ impl TrainConfig {
     pub fn optimizer(&self) -> OptimizerName {
         let default = if self.mechanism == MechanismName::LsAdam { OptimizerName::Adam } else { OptimizerName::Sgd };
         self.optimizer.unwrap_or(default)
+    }
+}
+
+/// `value` as a TOML file writes it (a JSON value where TOML has no form for it).
+fn as_toml(value: &Value) -> String {
+    toml::Value::try_from(value).map_or_else(|_| value.to_string(), |v| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The settings of `pairs`, as flags would give them.
+    fn given(pairs: Value) -> Settings {
+        TrainConfig::settings_of(&pairs).unwrap()
+    }
+
+    #[test]
+    fn settings_given_replace_the_configurations_and_leave_the_rest() {
+        let file = TrainConfig { target_epsilon: Some(3.0), lot_size: 512, ..TrainConfig::default() };
+        let config = file
+            .overlaid(&given(serde_json::json!({"noise_multiplier": 1.1, "ls_sigma": 2.0, "mechanism": "ls-sgd"})))
+            .unwrap();
+        assert_eq!((config.noise_multiplier, config.target_epsilon), (Some(1.1), None));
+        assert_eq!((config.lot_size, config.mechanism), (512, MechanismName::LsSgd));
+        assert_eq!(config.mechanism_options.get("ls_sigma"), Some(&toml::Value::Float(2.0)));
+        let back = config.overlaid(&given(serde_json::json!({"target_epsilon": 2.0}))).unwrap();
+        assert_eq!((back.noise_multiplier, back.target_epsilon), (None, Some(2.0)));
+        assert_eq!(TrainConfig::default().overlaid(&Settings::new()).unwrap(), TrainConfig::default());
+    }
+
+    #[test]
+    fn a_setting_no_mechanism_reads_or_of_the_wrong_type_is_refused() {
+        let wrong_mechanism = given(serde_json::json!({"ls_sigma": 2.0, "noise_multiplier": 1.0}));
+        assert!(TrainConfig::default().overlaid(&wrong_mechanism).is_err());
+        assert!(TrainConfig::default().overlaid(&given(serde_json::json!({"lot_size": "many"}))).is_err());
+    }
+
+    #[test]
+    fn a_resume_changes_what_differs_but_not_the_device_seed_or_folder() {
+        let run = TrainConfig { target_epsilon: Some(3.0), ..TrainConfig::default() };
+        let moved = TrainConfig {
+            device: DeviceChoice::Cpu,
+            seed: Some(7),
+            out_dir: PathBuf::from("elsewhere"),
+            ..run.clone()
+        };
+        assert_eq!(run.changes(&moved).unwrap(), Vec::new());
+        let asked =
+            run.overlaid(&given(serde_json::json!({"noise_multiplier": 1.0, "lot_size": 512, "delta": 1e-6}))).unwrap();
+        let change = |key: &str, run_has: &str, given: Option<&str>| Change {
+            key: key.into(),
+            run_has: run_has.into(),
+            given: given.map(Into::into),
+        };
+        assert_eq!(
+            run.changes(&asked).unwrap(),
+            vec![
+                change("delta", "0.00001", Some("0.000001")),
+                change("lot_size", "256", Some("512")),
+                change("noise_multiplier", "none", Some("1.0")),
+                change("target_epsilon", "3.0", None),
+            ]
+        );
     }
 }

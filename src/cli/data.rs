@@ -50,7 +50,7 @@ struct SynthArgs {
     per_class: usize,
 
     /// CxHxW of the images, C 1 (grey) or 3 (colour), H = W.
-    #[arg(long, value_name = "CxHxW", default_value = "1x28x28", value_parser = super::train::parse_shape)]
+    #[arg(long, value_name = "CxHxW", default_value = "1x28x28", value_parser = super::train_flags::parse_shape)]
     shape: [usize; 3],
 
     /// Seed of the images (they are public: no secret is involved).

@@ -17,6 +17,7 @@ mod schedule;
 mod selftest;
 mod table_args;
 mod train;
+mod train_flags;
 mod tune;
 mod words;
 
