@@ -12,9 +12,8 @@ use burn::module::Module;
 use burn::nn::Relu;
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::optim::SgdConfig;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use dp_data::{DatasetName, ImageDataset, OwnData, Split};
-use dp_engine::lots::image_accuracy;
 use dp_engine::nn::{Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use dp_run::prelude::*;
 
@@ -64,6 +63,24 @@ fn fashion_mnist() -> Result<(ImageDataset, ImageDataset), Box<dyn std::error::E
     Ok((name.load(&dir, Split::Train, &own)?, name.load(&dir, Split::Test, &own)?))
 }
 
+/// The images `indices` of `data` and their labels, on `device`.
+fn batch(data: &ImageDataset, indices: &[usize], device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
+    let (pixels, labels) = data.batch(indices);
+    let labels: Vec<i64> = labels.into_iter().map(i64::from).collect();
+    let images = TensorData::new(pixels, [indices.len(), 1, 28, 28]);
+    (Tensor::from_data(images, device), Tensor::from_data(TensorData::new(labels, [indices.len()]), device))
+}
+
+/// The share of `data` the model classifies correctly.
+fn accuracy(model: &Cnn, data: &ImageDataset, device: &Device) -> f64 {
+    let indices: Vec<usize> = (0..data.len()).collect();
+    let correct = indices.chunks(1000).map(|chunk| {
+        let (x, y) = batch(data, chunk, device);
+        model.logits(x).argmax(1).squeeze_dim::<1>(1).equal(y).int().sum().into_scalar::<i64>()
+    });
+    correct.sum::<i64>() as f64 / data.len() as f64
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = DeviceChoice::Auto.open()?.device;
     let (train, test) = fashion_mnist()?;
@@ -71,7 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let optimizer = SgdConfig::new().init();
     let privacy = PrivacyConfig::new(Gaussian).with_target_epsilon(3.0).with_lot_size(256).with_epochs(2.0);
     let run =
-        Run::new(RunFolder::open("runs/burn-cnn", None)?, privacy, 0.5, |m: &Cnn| image_accuracy(m, &test, &device));
+        Run::new(RunFolder::open("runs/burn-cnn", None)?, privacy, 0.5, |m: &Cnn| Ok(accuracy(m, &test, &device)));
     let report = run.train(model, optimizer, &CrossEntropyLots { data: &train }, &device)?;
     println!("test accuracy {:.1}%, {}", report.test_accuracy * 100.0, report.privacy);
     Ok(())

@@ -13,7 +13,7 @@ use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
-use burn::optim::{GradientsParams, SgdConfig};
+use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use dp_data::{DatasetName, ImageDataset, OwnData, Split};
 
@@ -81,19 +81,25 @@ fn accuracy(model: &Cnn, data: &ImageDataset, device: &Device) -> f64 {
     correct.sum::<i64>() as f64 / data.len() as f64
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let device = Device::default().autodiff();
-    let (train, test) = fashion_mnist()?;
-    let mut model = Cnn::new(&device);
-    let mut optimizer = SgdConfig::new().init();
-    let loss = CrossEntropyLossConfig::new().init(&device);
+/// `model` trained by `optimizer` on `data` for two epochs of batches of 256, in order.
+fn fit(mut model: Cnn, mut optimizer: ModuleOptimizer, data: &ImageDataset, device: &Device) -> Cnn {
+    let loss = CrossEntropyLossConfig::new().init(device);
     for _epoch in 0..2 {
-        for indices in (0..train.len()).collect::<Vec<_>>().chunks(256) {
-            let (x, y) = batch(&train, indices, &device);
+        for indices in (0..data.len()).collect::<Vec<_>>().chunks(256) {
+            let (x, y) = batch(data, indices, device);
             let grads = GradientsParams::from_grads(loss.forward(model.logits(x), y).backward(), &model);
             model = optimizer.step(0.5, model, grads);
         }
     }
+    model
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let device = Device::default().autodiff();
+    let (train, test) = fashion_mnist()?;
+    let model = Cnn::new(&device);
+    let optimizer = SgdConfig::new().init();
+    let model = fit(model, optimizer, &train, &device);
     println!("test accuracy {:.1}%", accuracy(&model, &test, &device) * 100.0);
     Ok(())
 }
