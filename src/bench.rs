@@ -164,7 +164,8 @@ fn contender(
     table: &ParamTable,
     batching: Batching,
 ) -> Result<Contender> {
-    let run = PrivacyConfig::with_shared(mechanism::named(name, &toml::Table::new())?).with_lot_size(config.lot_size);
+    let run = PrivacyConfig::with_shared(mechanism::named(name, &mechanism::MechanismOptions::default())?)
+        .with_lot_size(config.lot_size);
     let z = run.mechanism.is_private().then_some(1.0);
     let sampler = LotSampler::new(Sampling::Poisson { rate: 1.0 }, config.lot_size, Some(0))?;
     let state = StepState::fresh(sampler, ChaChaState::new(Some(0), NOISE_STREAM));

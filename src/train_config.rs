@@ -16,7 +16,7 @@ use dp_engine::optim::OptimizerName;
 use dp_engine::privacy::AccountantName;
 use dp_engine::privacy::Clipping;
 use dp_engine::privacy::PrivacyConfig;
-use dp_engine::privacy::mechanism::{self, MechanismName};
+use dp_engine::privacy::mechanism::{self, MechanismName, MechanismOptions};
 use dp_engine::privacy::{NoiseLevel, PrivacySettings, positive};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -256,7 +256,7 @@ impl TrainConfig {
             (None, None) => None,
         };
         Ok(PrivacyConfig {
-            mechanism: mechanism::named(self.mechanism, &self.mechanism_options)?,
+            mechanism: mechanism::named(self.mechanism, &self.mechanism_options()?)?,
             settings: PrivacySettings {
                 noise,
                 delta: self.delta,
@@ -269,6 +269,20 @@ impl TrainConfig {
                 seed: self.seed,
             },
             frozen: self.freeze.clone(),
+        })
+    }
+
+    /// The mechanisms' own options among the file's other keys; a key that is neither a
+    /// setting of a run nor an option of any mechanism is refused.
+    fn mechanism_options(&self) -> Result<MechanismOptions> {
+        if let Some(key) = self.mechanism_options.keys().find(|key| !MechanismOptions::KEYS.contains(&key.as_str())) {
+            return Err(EngineError::invalid(
+                "setting",
+                format!("`{key}` is not a setting of a run, nor an option of any mechanism"),
+            ));
+        }
+        MechanismOptions::deserialize(toml::Value::Table(self.mechanism_options.clone())).map_err(|e| {
+            EngineError::invalid("mechanism option", e.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
         })
     }
 
@@ -370,9 +384,15 @@ mod tests {
 
     #[test]
     fn a_setting_no_mechanism_reads_or_of_the_wrong_type_is_refused() {
-        let wrong_mechanism = given(serde_json::json!({"ls_sigma": 2.0, "noise_multiplier": 1.0}));
-        assert!(TrainConfig::default().overlaid(&wrong_mechanism).is_err());
-        assert!(TrainConfig::default().overlaid(&given(serde_json::json!({"lot_size": "many"}))).is_err());
+        let refused = |settings: Value| TrainConfig::default().overlaid(&given(settings)).unwrap_err().to_string();
+        let wrong_mechanism = refused(serde_json::json!({"ls_sigma": 2.0}));
+        assert!(wrong_mechanism.contains("not to the gaussian mechanism"), "{wrong_mechanism}");
+        let unknown = refused(serde_json::json!({"epoch": 3, "mechanism": "ls-sgd"}));
+        assert!(unknown.contains("`epoch` is not a setting of a run, nor an option of any mechanism"), "{unknown}");
+        let mistyped = refused(serde_json::json!({"sensitivity_every": "often", "mechanism": "optimized-paper"}));
+        assert!(mistyped.starts_with("invalid mechanism option") && !mistyped.contains('\n'), "{mistyped}");
+        let wrong_type = refused(serde_json::json!({"lot_size": "many"}));
+        assert!(wrong_type.starts_with("invalid settings") && wrong_type.contains("\"many\""), "{wrong_type}");
     }
 
     #[test]

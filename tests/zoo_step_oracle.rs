@@ -125,7 +125,7 @@ fn one_step(
     data: &ImageDataset,
     device: &Device,
 ) -> (ZooModel, Box<dyn LotStep<ZooModel>>) {
-    let config = PrivacyConfig::with_shared(mechanism::named(name, &toml::Table::new()).unwrap())
+    let config = PrivacyConfig::with_shared(mechanism::named(name, &mechanism::MechanismOptions::default()).unwrap())
         .with_clip_norm(clip)
         .with_seed(1);
     let z = config.mechanism.is_private().then_some(z);

@@ -125,7 +125,7 @@ fn open_cuda() -> Result<SelectedDevice, DeviceError> {
     #[cfg(not(feature = "cuda"))]
     Err(DeviceError(
         "this dptrain was built without CUDA: build it with `cargo build --release --features cuda` \
-         (needs an NVIDIA GPU and driver to run), or use --device wgpu"
+         (needs an NVIDIA GPU and driver to run), or use the wgpu device"
             .into(),
     ))
 }

@@ -204,7 +204,7 @@ pub fn sphere_sigma(weights: Tensor<1>, alpha: f64, tau: f64, schedule: &SolverS
                 Ok(d) if d == [want] => Ok(stream.float(sigma)),
                 _ => Err(format!(
                     "the device cut the sigma solver short ({done:?} of {want} passes ran to their end); \
-                     lavapipe caps a shader's loop iterations: use --device cpu for a model this large"
+                     lavapipe caps a shader's loop iterations: use the cpu device for a model this large"
                 )),
             }
         }

@@ -17,7 +17,7 @@ type Opened = (Device, Option<(String, bool)>);
 /// The default wgpu device, or an error saying how to get one.
 pub fn open_wgpu() -> Result<Opened, String> {
     open_quietly(|| Device::wgpu(DeviceKind::DefaultDevice)).ok_or_else(|| {
-        "no wgpu adapter could be opened (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers, or use --device cpu)"
+        "no wgpu adapter could be opened (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers, or use the cpu device)"
             .to_string()
     })
 }
@@ -26,7 +26,7 @@ pub fn open_wgpu() -> Result<Opened, String> {
 #[cfg(feature = "cuda")]
 pub fn open_cuda() -> Result<Opened, String> {
     let opened = open_quietly(|| Device::cuda(0)).ok_or_else(|| {
-        "no CUDA device could be opened (an NVIDIA GPU and its driver are needed; or use --device wgpu)".to_string()
+        "no CUDA device could be opened (an NVIDIA GPU and its driver are needed; or use the wgpu device)".to_string()
     })?;
     libdevice()?;
     Ok(opened)

@@ -98,7 +98,7 @@ impl DatasetName {
                 (true, _) => Ok(path),
                 (false, Split::Test) => Err(DataError::corrupt(
                     dir,
-                    format!("holds no {name}: add one, or hold out training examples with --validation N"),
+                    format!("holds no {name}: add one, or hold out training examples for validation"),
                 )),
                 (false, Split::Train) => Err(DataError::corrupt(dir, format!("holds no {name} (the training data)"))),
             }

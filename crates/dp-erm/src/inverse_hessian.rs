@@ -28,7 +28,8 @@ pub enum InverseHessian {
 
 fn not_positive_definite() -> ErmError {
     ErmError::Numerical(
-        "the Hessian is not positive definite at the pre-trained model (Eq. 14 assumes it is); raise --lambda".into(),
+        "the Hessian is not positive definite at the pre-trained model (Eq. 14 assumes it is); raise Settings::lambda"
+            .into(),
     )
 }
 

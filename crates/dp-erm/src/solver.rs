@@ -105,7 +105,7 @@ pub fn gradient_descent(
     if theta.iter().all(|v| v.is_finite()) {
         Ok(theta)
     } else {
-        Err(ErmError::Numerical("gradient descent diverged; lower --learning-rate".into()))
+        Err(ErmError::Numerical("gradient descent diverged; lower Settings::learning_rate".into()))
     }
 }
 

@@ -103,7 +103,7 @@ fn declared_classes(path: &Path, classes: Option<&[String]>) -> Result<Vec<Strin
     let Some(classes) = classes else {
         return Err(DataError::corrupt(
             path,
-            "declare the table's classes in label order (--classes NAME,NAME,...): they are public input, never read from the private rows",
+            "declare the table's classes in label order (OwnData::classes): they are public input, never read from the private rows",
         ));
     };
     if classes.len() < 2 {

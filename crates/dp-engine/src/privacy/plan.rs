@@ -62,7 +62,7 @@ pub fn notes(config: &PrivacyConfig) -> Vec<String> {
             );
         }
         if config.settings.seed.is_some() {
-            notes.push("reproducible run: sampling and noise derive from --seed, so the guarantee holds only while the seed stays secret".into());
+            notes.push("reproducible run: sampling and noise derive from the seed, so the guarantee holds only while the seed stays secret".into());
         }
     }
     notes

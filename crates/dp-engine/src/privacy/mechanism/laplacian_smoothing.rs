@@ -2,7 +2,7 @@
 //! (`crate::privacy::mechanism::smoothing`) before the optimiser. Smoothing acts after the noise: post-processing,
 //! so the epsilon is that of the Gaussian mechanism.
 
-use super::registered::{Registered, typed_options};
+use super::registered::{MechanismOptions, Registered};
 use super::{Mechanism, MechanismName};
 use crate::error::{EngineError, Result};
 use crate::grad_sample::params::ParamTable;
@@ -10,34 +10,16 @@ use crate::optim::rules::{OptimizerName, UpdateRule};
 use crate::privacy::mechanism::smoothing::{Smoothing, SmoothingScope};
 use burn::tensor::Tensor;
 use dp_kernels::LaplacianSmoothing;
-use serde::Deserialize;
 use std::sync::Arc;
 
-/// The options a run's configuration gives ls-sgd and ls-adam.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Options {
-    /// The smoothing parameter s (0: plain DP-SGD).
-    #[serde(default = "unit_sigma")]
-    ls_sigma: f64,
-    /// Each parameter tensor, or the whole model as one vector.
-    #[serde(default)]
-    ls_scope: SmoothingScope,
+/// The smoothed mechanism for `optimizer` from its options (s = 1 and each tensor by default).
+fn build(options: &MechanismOptions, optimizer: OptimizerName) -> Result<Arc<dyn Mechanism>> {
+    let sigma = options.ls_sigma.unwrap_or(1.0);
+    Ok(Arc::new(LaplacianSmoothed::new(sigma, optimizer)?.with_scope(options.ls_scope.unwrap_or_default())))
 }
 
-/// The default smoothing parameter s = 1.
-fn unit_sigma() -> f64 {
-    1.0
-}
-
-/// Keys of [`Options`].
+/// The keys of its options.
 const KEYS: &[&str] = &["ls_sigma", "ls_scope"];
-
-/// The smoothed mechanism for `optimizer` from a configuration's keys.
-fn build(options: &toml::Table, optimizer: OptimizerName) -> Result<Arc<dyn Mechanism>> {
-    let o: Options = typed_options(options)?;
-    Ok(Arc::new(LaplacianSmoothed::new(o.ls_sigma, optimizer)?.with_scope(o.ls_scope)))
-}
 
 /// The registry's entry of DP-LSSGD.
 pub(super) const LS_SGD: Registered =
@@ -88,10 +70,10 @@ impl Mechanism for LaplacianSmoothed {
     fn accepts_update(&self, rule: UpdateRule) -> Result<()> {
         match (self.optimizer.rule(), rule) {
             (UpdateRule::Adaptive, UpdateRule::Plain) => {
-                Err(EngineError::invalid("optimizer", "ls-adam is DP-LSAdam; use --mechanism ls-sgd for SGD"))
+                Err(EngineError::invalid("optimizer", "ls-adam is DP-LSAdam; use the ls-sgd mechanism for SGD"))
             }
             (UpdateRule::Plain, UpdateRule::Adaptive) => {
-                Err(EngineError::invalid("optimizer", "ls-sgd is DP-LSSGD; use --mechanism ls-adam for Adam"))
+                Err(EngineError::invalid("optimizer", "ls-sgd is DP-LSSGD; use the ls-adam mechanism for Adam"))
             }
             _ => Ok(()),
         }

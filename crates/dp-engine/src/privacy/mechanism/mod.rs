@@ -18,7 +18,7 @@ pub mod registry;
 pub mod smoothing;
 pub mod unperturbed;
 
-pub use registered::MechanismName;
+pub use registered::{MechanismName, MechanismOptions};
 pub use registry::named;
 
 use crate::clipping::Clipping;

@@ -7,7 +7,7 @@
 //! into the noise without accounting (docs/MECHANISMS.md, "The optimized additive noise
 //! mechanism").
 
-use super::registered::{Registered, typed_options};
+use super::registered::Registered;
 use super::{ExpectedMultiplier, Mechanism, MechanismName};
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
@@ -20,32 +20,17 @@ use dp_accounting::paper_bounds::xiang2019;
 use dp_accounting::{Accountant, BasicComposition, DpEvent, LotSampling, PrivacyLedger, PrivacyReport};
 use dp_kernels::sigma_solver::SolverSchedule;
 use dp_kernels::{NoiseScale, sphere_sigma};
-use serde::Deserialize;
 use std::sync::Arc;
 
 /// How far (relative) min sigma / alpha may stray from z: f32 rounding in the solver's
 /// rescaling, a few ulps.
 const SOLVER_TOLERANCE: f64 = 1e-5;
 
-/// The options a run's configuration gives optimized-paper.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Options {
-    /// Recompute w every this many lots.
-    #[serde(default = "every_lot")]
-    sensitivity_every: u64,
-}
-
-/// The default of `sensitivity_every`: w recomputed at every lot, as the paper does.
-fn every_lot() -> u64 {
-    1
-}
-
 /// The registry's entry: `sensitivity_every`.
 pub(super) const REGISTERED: Registered = Registered {
     name: MechanismName::OptimizedPaper,
     options: &["sensitivity_every"],
-    build: |options| Ok(Arc::new(OptimizedPaper::every(typed_options::<Options>(options)?.sensitivity_every))),
+    build: |options| Ok(Arc::new(OptimizedPaper::every(options.sensitivity_every.unwrap_or(1)))),
 };
 
 /// Xiang et al.'s Algorithm 1, recomputing w every `every` lots.
@@ -75,7 +60,7 @@ impl Mechanism for OptimizedPaper {
         if config.target_epsilon().is_none() {
             return Err(EngineError::invalid(
                 "privacy",
-                "optimized-paper derives its noise from the budget (Eq. 12): give --target-epsilon, not --noise-multiplier",
+                "optimized-paper derives its noise from the budget (Eq. 12): give PrivacyConfig::with_target_epsilon, not PrivacyConfig::with_noise_multiplier",
             ));
         }
         if self.every == 0 {

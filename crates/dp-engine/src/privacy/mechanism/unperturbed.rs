@@ -35,6 +35,6 @@ impl Mechanism for Unperturbed {
     }
 
     fn notes(&self) -> Vec<String> {
-        vec!["--mechanism none: no clipping and no noise, so no privacy at all".into()]
+        vec!["mechanism none: no clipping and no noise, so no privacy at all".into()]
     }
 }
