@@ -15,7 +15,7 @@ use dp_accounting::repeat_and_select::Repetitions;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, remove_entry, remove_if_present, write_atomic};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::error::{EngineError, Result};
-use dp_run::checkpoint::checkpoint_path;
+use dp_run::folder::checkpoint::checkpoint_path;
 use dp_run::folder::keys::KEY_FILE;
 use dp_run::folder::lock::RunLock;
 use dp_run::folder::{CONFIG_FILE, METRICS_FILE, MODEL_FILE, PLOT_FILE, PLOT_PNG, REPORT_FILE};

@@ -17,7 +17,7 @@ use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv}
 use dp_engine::backend;
 use dp_engine::privacy::mechanism::MechanismName;
 use dp_run::RunOptions;
-use dp_run::checkpoint::Checkpoint;
+use dp_run::folder::checkpoint::Checkpoint;
 use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Session, train};
 use dptrain::zoo::ModelName;

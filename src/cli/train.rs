@@ -6,7 +6,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use dp_data::safe_files::{occupied, read_following, read_regular};
 use dp_engine::step::canaries::AuditRequest;
-use dp_run::checkpoint::checkpoint_path;
+use dp_run::folder::checkpoint::checkpoint_path;
 use dp_run::folder::keys::KEY_FILE;
 use dp_run::folder::{CONFIG_FILE, MAX_CONFIG, MODEL_FILE};
 use dp_run::{Event, RunOptions, RunReport, interrupt};

@@ -3,8 +3,8 @@
 //! a point above it refutes the claim (a certified one must never be there).
 
 use crate::audit::AuditReport;
-use dp_erm::plot::{COLORS, register_font};
 use dp_erm::{ErmError, Method, Result};
+use dp_plot::{COLORS, register_font};
 use plotters::prelude::*;
 use std::path::Path;
 

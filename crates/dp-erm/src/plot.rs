@@ -5,6 +5,7 @@ use crate::error::{ErmError, Result};
 use crate::experiment::ExperimentReport;
 use crate::methods::Method;
 use dp_data::safe_files::{PUBLIC, write_atomic};
+use dp_plot::{COLORS, register_font};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -18,17 +19,6 @@ pub enum Metric {
     /// Optimality gap (log axis).
     Gap,
 }
-
-/// One color per method (matplotlib's default cycle), shared by every plot of the engine.
-pub const COLORS: [RGBColor; 7] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(127, 127, 127),
-];
 
 /// (epsilon, mean, std) of `method`'s completed cells.
 fn series(report: &ExperimentReport, method: Method, metric: Metric) -> Vec<(f64, f64, f64)> {
@@ -44,21 +34,6 @@ fn series(report: &ExperimentReport, method: Method, metric: Metric) -> Vec<(f64
             r.epsilon.map(|e| (e, m, s))
         })
         .collect()
-}
-
-/// The font every plot's text is laid out and drawn in (DejaVu Sans, assets/fonts/LICENSE):
-/// plotters measures and rasterizes text with ab_glyph, so no system font is needed.
-static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
-
-/// Registers the embedded font as plotters' sans-serif, once; every plot calls it first.
-pub fn register_font() -> std::result::Result<(), String> {
-    static REGISTERED: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
-    REGISTERED
-        .get_or_init(|| {
-            plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
-                .map_err(|_| "the embedded font cannot be read".to_string())
-        })
-        .clone()
 }
 
 /// Draws `metric` against epsilon to the SVG file `path`.

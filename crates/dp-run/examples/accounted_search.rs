@@ -18,7 +18,7 @@ use burn::optim::SgdConfig;
 use dp_accounting::repeat_and_select::Repetitions;
 use dp_engine::Result;
 use dp_engine::lots::image_accuracy;
-use dp_run::checkpoint::checkpoint_path;
+use dp_run::folder::checkpoint::checkpoint_path;
 use dp_run::prelude::*;
 use dp_run::search::{Candidate, Journal, Score, SearchSettings, Trained, search};
 use resumable::{LogReg, table};

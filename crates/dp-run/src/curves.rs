@@ -10,7 +10,7 @@
 use crate::folder::{METRICS_FILE, PLOT_FILE};
 use dp_data::safe_files::{PUBLIC, file_error, read_regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
-use dp_erm::plot::{COLORS, register_font};
+use dp_plot::{COLORS, register_font};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Deserialize;

@@ -32,15 +32,12 @@
 
 #![warn(missing_docs)]
 
-pub mod checkpoint;
 pub mod curves;
 pub mod folder;
 pub mod interrupt;
 pub mod model_file;
-pub mod model_seal;
 pub mod owner_key;
 pub mod provenance;
-pub mod seal;
 pub mod search;
 
 mod audit;
@@ -48,7 +45,6 @@ mod event;
 mod options;
 mod report;
 mod run;
-mod run_folder;
 mod session;
 mod speaker;
 mod step_loop;
@@ -61,7 +57,7 @@ pub mod prelude {
 }
 
 pub use event::Event;
+pub use folder::RunFolder;
 pub use options::{CHECKPOINT_EVERY, RunOptions};
 pub use report::RunReport;
 pub use run::Run;
-pub use run_folder::RunFolder;

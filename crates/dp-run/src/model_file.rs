@@ -2,15 +2,15 @@
 //! run folder, in PyTorch's names and layouts (`dp_engine::weights`), with the run's report in
 //! its metadata (epsilon, delta, accountant, guarantee label, mechanism, steps, noise, sampling
 //! rate, model, and which parameters: the average or the last iterate), sealed with the weights
-//! it describes under the owner's key ([`crate::model_seal`]): anybody can write a file's
+//! it describes under the owner's key ([`crate::owner_key::seal`]): anybody can write a file's
 //! metadata, so a report is believed (its `certified` shown) only where its seal verifies. The
 //! run's keys are never in it. [`export`] copies it elsewhere with its tensors renamed to a user's
 //! own names; [`crate::provenance`] says what a file given to `--init-from` is.
 
 use crate::folder::keys::KEY_FILE;
 use crate::folder::{MODEL_FILE, REPORT_FILE};
-use crate::model_seal::{SEAL_KEY, Tensors, contents, serialized, verified, with_seal};
 use crate::owner_key::OwnerKey;
+use crate::owner_key::seal::{SEAL_KEY, Tensors, contents, serialized, verified, with_seal};
 use crate::report::RunReport;
 use burn::module::Module;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, read_regular, write_atomic};

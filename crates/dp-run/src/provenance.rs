@@ -1,10 +1,10 @@
 //! Where a run's initial weights came from: the file's digest and, where its report's seal
-//! verifies under this user's owner key ([`crate::model_seal`]), that report. A model trained
+//! verifies under this user's owner key ([`crate::owner_key::seal`]), that report. A model trained
 //! before on the same private data spends it again: the new run's report shows it.
 
 use crate::folder::sha256_hex;
-use crate::model_seal::{SEAL_KEY, contents, verified};
 use crate::owner_key::OwnerKey;
+use crate::owner_key::seal::{SEAL_KEY, contents, verified};
 use dp_data::safe_files::read_regular;
 use dp_engine::error::Result;
 use dp_engine::weights::MAX_WEIGHTS_FILE;

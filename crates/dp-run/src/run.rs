@@ -4,8 +4,9 @@
 //! resumed with every privacy-relevant check. `dptrain train` is one program built on it.
 
 use crate::audit;
-use crate::checkpoint::{self, Checkpoint, checkpoint_path};
 use crate::event::Event;
+use crate::folder::RunFolder;
+use crate::folder::checkpoint::{self, Checkpoint, checkpoint_path};
 use crate::folder::keys::RunKeys;
 use crate::folder::lock::RunLock;
 use crate::folder::{self, METRICS_FILE};
@@ -13,7 +14,6 @@ use crate::model_file;
 use crate::options::RunOptions;
 use crate::provenance::Provenance;
 use crate::report::RunReport;
-use crate::run_folder::RunFolder;
 use crate::session::Session;
 use crate::speaker::Speaker;
 use crate::step_loop::{Position, StepLoop};

@@ -1,9 +1,9 @@
 //! What a run's steps read: its folder, privacy configuration, learning rate, evaluation,
 //! options and the names its report gives (the part of a [`crate::Run`] its step loop sees).
 
+use crate::folder::RunFolder;
 use crate::options::RunOptions;
 use crate::provenance::Provenance;
-use crate::run_folder::RunFolder;
 use dp_engine::backend::Trial;
 use dp_engine::error::Result;
 use dp_engine::optim::LrSchedule;

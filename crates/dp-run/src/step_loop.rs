@@ -2,9 +2,9 @@
 //! (its curves redrawn), a sealed checkpoint as configured, at the end and on interruption,
 //! and the session's report.
 
-use crate::checkpoint::{Checkpoint, Header, checkpoint_path};
 use crate::curves;
 use crate::event::Event;
+use crate::folder::checkpoint::{Checkpoint, Header, checkpoint_path};
 use crate::folder::lock::RunLock;
 use crate::folder::{self, METRICS_FILE, PLOT_FILE, sha256_hex};
 use crate::provenance::Provenance;

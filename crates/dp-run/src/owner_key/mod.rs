@@ -5,6 +5,8 @@
 //! folder: `DPTRAIN_OWNER_KEY` (the key file's path), else `$XDG_CONFIG_HOME/dptrain/owner.key`,
 //! else `~/.config/dptrain/owner.key`. Whoever holds it can seal any report: keep it private.
 
+pub mod seal;
+
 use dp_data::SecretKey;
 use dp_data::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, write_atomic};
 use dp_engine::error::{EngineError, Result};

@@ -1,5 +1,5 @@
 //! HMAC-SHA256 under a secret key: what seals a run's checkpoints (under the run's MAC key) and
-//! what dptrain caches (under the cache folder's key, `crate::cache_key`), so that nobody without
+//! what a program caches (dptrain: under its cache folder's key), so that nobody without
 //! the key can edit them into something that verifies.
 
 use dp_data::SecretKey;

@@ -4,7 +4,7 @@
 //! - `config.toml`: the run's settings as its program gives them (the seed left out), bound to
 //!   each checkpoint by digest;
 //! - `checkpoint.bin`: model, optimiser, ledger and the key-free positions of the sampler and
-//!   noise streams, sealed by a MAC (`crate::checkpoint`);
+//!   noise streams, sealed by a MAC (`crate::folder::checkpoint`);
 //! - `run.key`: the secrets (stream keys, MAC key, seed), owner-only, removed when the run
 //!   completes ([`keys`]);
 //! - `metrics.jsonl` and `report.json`: what the run printed;
@@ -15,8 +15,13 @@
 //! size, and written atomically through an exclusively created temporary file
 //! ([`dp_data::safe_files`]).
 
+pub mod checkpoint;
 pub mod keys;
 pub mod lock;
+mod run_folder;
+pub mod seal;
+
+pub use run_folder::RunFolder;
 
 use dp_data::safe_files::{PUBLIC, append_line, file_error, occupied, read_regular, remove_if_present, write_atomic};
 use dp_engine::error::{EngineError, Result};

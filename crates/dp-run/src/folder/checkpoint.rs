@@ -10,8 +10,8 @@
 //! Layout: `DPTCKPT6` | header length (u64 LE) | header JSON | the library's checkpoint (one
 //! burnpack, `DpCheckpoint::to_bytes`) | MAC.
 
+use crate::folder::seal::{SEAL_BYTES, seal, verifies};
 use crate::folder::sha256_hex;
-use crate::seal::{SEAL_BYTES, seal, verifies};
 use dp_data::SecretKey;
 use dp_data::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_engine::checkpoint::DpCheckpoint;
