@@ -120,7 +120,8 @@ pub struct TrainConfig {
     /// Run folder.
     pub out_dir: PathBuf,
     /// The mechanism's own options (ls-sgd's `ls_sigma`, optimized-paper's `sensitivity_every`),
-    /// and any other key of the file: the mechanism refuses a key it does not read.
+    /// and any other key of the file: [`TrainConfig::privacy`] refuses a key that is no option
+    /// (`MechanismOptions::KEYS`), the registry an option the mechanism named does not read.
     #[serde(flatten)]
     pub mechanism_options: toml::Table,
 }
