@@ -134,7 +134,7 @@ impl Event {
             planned_steps: dp.planned_steps(),
             start_step,
             planned_privacy: Box::new(dp.planned_privacy().clone()),
-            planned_sigma_privacy: dp.planned_second_readout().cloned().map(Box::new),
+            planned_sigma_privacy: dp.planned_sigma_privacy().cloned().map(Box::new),
             notes: dp.notes().to_vec(),
         }
     }

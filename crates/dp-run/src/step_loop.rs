@@ -132,7 +132,7 @@ impl<M: Module> StepLoop<'_, '_, M> {
             test_accuracy: (run.evaluate)(dp.averaged().unwrap_or(&ended.model))?,
             evaluated_on: run.names.1.clone(),
             privacy: spent,
-            sigma_privacy: dp.second_readout()?,
+            sigma_privacy: dp.sigma_privacy()?,
             steps: ended.step,
             seconds: ended.seconds,
             noise_multiplier: dp.noise_multiplier(),

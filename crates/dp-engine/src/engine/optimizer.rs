@@ -14,7 +14,7 @@ use crate::lots::batching::Batching;
 use crate::lots::source::{LotMetrics, LotSource};
 use crate::optim::parameter_average::ParameterAverage;
 use crate::optim::rules::update_rule;
-use crate::privacy::accounting::beside_claim;
+use crate::privacy::accounting::sigma_privacy;
 use crate::privacy::config::PrivacyConfig;
 use crate::privacy::plan::Plan;
 use crate::step::hook::StepHook;
@@ -187,8 +187,8 @@ impl<M: Module> DpOptimizer<M> {
 
     /// Beside a paper's claim, the accountant's readout of the whole planned run (optimized-paper
     /// only).
-    pub fn planned_second_readout(&self) -> Option<&PrivacyReport> {
-        self.plan.second.as_ref()
+    pub fn planned_sigma_privacy(&self) -> Option<&PrivacyReport> {
+        self.plan.sigma_privacy.as_ref()
     }
 
     /// What the steps taken so far spent, from the ledger, with its label.
@@ -198,8 +198,8 @@ impl<M: Module> DpOptimizer<M> {
 
     /// Beside a paper's claim, the accountant's readout of the steps so far (optimized-paper: the
     /// epsilon of its smallest sigma, label none).
-    pub fn second_readout(&self) -> Result<Option<PrivacyReport>> {
-        beside_claim(&self.config.settings, self.step.ledger(), self.plan.privacy.guarantee)
+    pub fn sigma_privacy(&self) -> Result<Option<PrivacyReport>> {
+        sigma_privacy(&self.config.settings, self.step.ledger(), self.plan.privacy.guarantee)
     }
 
     /// The run's caveats (shuffled lots, a seeded run, the mechanism's own): print them.

@@ -28,7 +28,7 @@ pub fn accounted(config: &PrivacySettings, ledger: &PrivacyLedger) -> Result<Pri
 /// ledger, labelled as the accountant supports its events (optimized-paper: the Gaussian releases
 /// at its smallest sigma, label none since w is unaccounted); None beside a report the accountant
 /// gave.
-pub fn beside_claim(
+pub fn sigma_privacy(
     config: &PrivacySettings,
     ledger: &PrivacyLedger,
     claimed: Guarantee,

@@ -10,7 +10,7 @@ pub(crate) mod config;
 pub mod mechanism;
 pub(crate) mod plan;
 pub(crate) mod settings;
-pub use accounting::{accountant, accounted, beside_claim, given_or_calibrated};
+pub use accounting::{accountant, accounted, given_or_calibrated, sigma_privacy};
 pub use config::PrivacyConfig;
 pub use dp_kernels::clipping::Clipping;
 pub use plan::{Plan, fresh_sampler, notes, plan, sampling};

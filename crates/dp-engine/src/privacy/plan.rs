@@ -6,7 +6,7 @@
 
 use crate::clipping::Clipping;
 use crate::error::{EngineError, Result};
-use crate::privacy::accounting::beside_claim;
+use crate::privacy::accounting::sigma_privacy;
 use crate::privacy::config::PrivacyConfig;
 use dp_accounting::search::TrainingShape;
 use dp_accounting::{LotSampling, PrivacyLedger, PrivacyReport};
@@ -27,8 +27,9 @@ pub struct Plan {
     pub clipping: Clipping,
     /// The privacy of the whole planned run.
     pub privacy: PrivacyReport,
-    /// Beside a paper's claim, the accountant's readout of the planned run.
-    pub second: Option<PrivacyReport>,
+    /// Beside a paper's claim, the accountant's readout of the planned run (optimized-paper: the
+    /// epsilon of its smallest sigma).
+    pub sigma_privacy: Option<PrivacyReport>,
 }
 
 /// Steps, noise multiplier and planned privacy of a run on `n` examples; refused when the
@@ -48,8 +49,8 @@ pub fn plan(config: &PrivacyConfig, n: usize) -> Result<Plan> {
             privacy.epsilon
         )));
     }
-    let second = beside_claim(settings, &ledger, privacy.guarantee)?;
-    Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(), privacy, second })
+    let sigma_privacy = sigma_privacy(settings, &ledger, privacy.guarantee)?;
+    Ok(Plan { n, sample_rate, planned_steps, z, clipping: config.clipping(), privacy, sigma_privacy })
 }
 
 /// The caveats of a run: its mechanism's, then those of its sampling and seed.
