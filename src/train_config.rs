@@ -9,7 +9,7 @@ use crate::zoo::{ModelName, Normalization};
 use dp_accounting::LotSampling;
 use dp_data::{DatasetName, OwnData};
 use dp_engine::backend::DeviceChoice;
-use dp_engine::error::{EngineError, Result};
+use dp_engine::error::{EngineError, Result, one_line};
 use dp_engine::nn::activation::Activation;
 use dp_engine::optim::LrSchedule;
 use dp_engine::optim::OptimizerName;
@@ -282,9 +282,8 @@ impl TrainConfig {
                 format!("`{key}` is not a setting of a run, nor an option of any mechanism"),
             ));
         }
-        MechanismOptions::deserialize(toml::Value::Table(self.mechanism_options.clone())).map_err(|e| {
-            EngineError::invalid("mechanism option", e.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
-        })
+        MechanismOptions::deserialize(toml::Value::Table(self.mechanism_options.clone()))
+            .map_err(|e| EngineError::invalid("mechanism option", one_line(&e.to_string())))
     }
 
     /// Checks the run settings, and `privacy` (this configuration's) with the update rule.

@@ -65,20 +65,6 @@ impl Choice for AccountantName {
     }
 }
 
-impl std::fmt::Display for AccountantName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for AccountantName {
-    type Err = AccountingError;
-
-    fn from_str(name: &str) -> Result<Self> {
-        choose(name)
-    }
-}
-
 impl AccountantName {
     /// The accountant this name stands for, tuned by `options` (each accountant reads its own).
     pub fn build(self, options: &AccountantOptions) -> Arc<dyn Accountant> {

@@ -138,6 +138,6 @@ impl EngineError {
 }
 
 /// `text` on one line (a library's multi-line message inside a one-line error).
-pub(crate) fn one_line(text: &str) -> String {
+pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
