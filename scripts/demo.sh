@@ -17,9 +17,14 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
         echo "Fashion-MNIST is missing: sudo apt-get install dataset-fashion-mnist (or pass --data-dir DIR)" >&2
     fi
 fi
-# The CUDA build (Burn's CUDA backend beside wgpu and the CPU), the one the tests build, so the main
-# job after the tests compiles nothing; `auto` picks CUDA where an NVIDIA GPU and driver are, else
-# a Vulkan GPU, else the CPU (scripts/cargo-dptrain.sh).
-scripts/cargo-dptrain.sh run --release --locked -- train --model scatnet-linear --epochs 40 --lot-size 8192 --target-epsilon 3 \
+# The smallest build that runs on the best device here: Burn's CUDA backend beside wgpu and the CPU
+# where an NVIDIA driver is (its LLVM from PyPI, scripts/with-cuda-llvm.sh), else the default
+# features, wgpu and the CPU (no CUDA, no ndarray: about ten minutes less to build cold,
+# docs/BENCHMARKS.md). `auto` then picks CUDA, else a Vulkan GPU, else the CPU.
+run=(cargo run)
+if [ -e /proc/driver/nvidia/version ] || nvidia-smi -L >/dev/null 2>&1; then
+    run=(scripts/with-cuda-llvm.sh cargo run --features cuda)
+fi
+"${run[@]}" --release --locked --bin dptrain -- train --model scatnet-linear --epochs 40 --lot-size 8192 --target-epsilon 3 \
     --delta 1e-5 --accountant prv --learning-rate 16 --momentum 0.9 --clip-norm 0.1 --ema 0.999 \
     --out-dir runs/demo --overwrite "$@"

@@ -7,22 +7,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/dp-target}"
 cargo fmt --all --check
-# Lints on the build without CUDA, what a plain `cargo build` gives (the few lines only a CUDA
-# build compiles are held to no compiler warning below).
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# One Burn feature set for the lints, the docs and the tests (`--release --features dptrain/cuda`,
+# and the ndarray reference the tests turn on): the lints then reuse the build scripts and
+# procedural macros the test build compiles, and the docs reuse what the lints checked (a
+# separate check of every dependency in the dev profile took 8.4 min cold; this one about 3).
+# The CUDA build compiles and links with the LLVM of scripts/with-cuda-llvm.sh (PyPI's; nothing
+# from GitHub). None of it needs a GPU: here `--device cuda` is a one-line error
+# (docs/BENCHMARKS.md, "CUDA").
+with_llvm=(scripts/with-cuda-llvm.sh cargo)
+one_set=(--workspace --locked --release --features dptrain/cuda)
+"${with_llvm[@]}" clippy "${one_set[@]}" --all-targets -- -D warnings
 # The libraries' documentation, warning-free (`#![warn(missing_docs)]` in every library crate, and
-# no broken link); it reuses the dependencies clippy checked.
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+# no broken link).
+RUSTDOCFLAGS="-D warnings" "${with_llvm[@]}" doc "${one_set[@]}" --no-deps --quiet
+# The main job's build on a machine without an NVIDIA GPU (scripts/demo.sh: the default features,
+# no CUDA, no ndarray), linted: the lines only that set compiles are checked here.
+cargo clippy --release --locked --bin dptrain -- -D warnings
 
-# The tests in the CUDA build (`--features dptrain/cuda`: Burn's CUDA backend beside wgpu),
-# compiled and linked with the LLVM of scripts/with-cuda-llvm.sh (PyPI's; nothing from GitHub).
-# One Burn feature set serves the tests, the examples and the binary the GPU check carries. None
-# of it needs a GPU: here `--device cuda` is a one-line error (docs/BENCHMARKS.md, "CUDA").
-# Burn restores an optimiser's state on its default device, CUDA first: the library tests that
-# resume runs say where (`dptrain` sets the same itself; `PrivacyEngine::resume` refuses in one line
-# where the default device cannot open).
+# The tests in the CUDA build. Burn restores an optimiser's state on its default device, CUDA
+# first: the library tests that resume runs say where (`dptrain` sets the same itself;
+# `PrivacyEngine::resume` refuses in one line where the default device cannot open).
 export BURN_DEVICE=flex
-cuda=(scripts/with-cuda-llvm.sh cargo test --workspace --locked --release --features dptrain/cuda)
+cuda=("${with_llvm[@]}" test "${one_set[@]}")
 log=$(mktemp)
 "${cuda[@]}" --no-run 2>&1 | tee "$log"
 if grep -q '^warning' "$log"; then
@@ -30,6 +36,9 @@ if grep -q '^warning' "$log"; then
     exit 1
 fi
 "${cuda[@]}"
+# The binary of the tests' feature set at release/dptrain (a main job may have left its own
+# there): nothing compiles.
+scripts/cargo-dptrain.sh build --release --locked --bin dptrain --quiet
 dptrain="$CARGO_TARGET_DIR/release/dptrain"
 grep -q cuda <<<"$("$dptrain" --version)"
 "$dptrain" selftest --device cpu

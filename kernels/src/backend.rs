@@ -165,16 +165,43 @@ pub fn cpu() -> SelectedDevice {
 }
 
 /// Burn's ndarray backend, deprecated in Burn 0.22 and kept as the reference the oracle tests
-/// run on.
+/// run on (the `ndarray` feature, on in every test build).
+#[cfg(feature = "ndarray")]
 #[allow(deprecated)]
 pub fn ndarray() -> SelectedDevice {
+    ndarray_on(Device::ndarray())
+}
+
+/// `device`, a device of Burn's ndarray backend, as the engine names it.
+fn ndarray_on(device: Device) -> SelectedDevice {
     SelectedDevice {
-        device: Device::ndarray(),
+        device,
         backend: "ndarray",
         name: format!("ndarray on {} threads", threads()),
         hardware: false,
         tried: Vec::new(),
     }
+}
+
+/// Opens the ndarray backend, or says that this build has none.
+fn open_ndarray() -> Result<SelectedDevice, DeviceError> {
+    #[cfg(feature = "ndarray")]
+    return Ok(ndarray());
+    #[cfg(not(feature = "ndarray"))]
+    Err(DeviceError(
+        "this build has no ndarray backend (Burn's deprecated one, the oracle tests' reference; the \
+         `ndarray` feature): use the cpu device, Burn's flex backend"
+            .into(),
+    ))
+}
+
+/// The CPU backend a device's outputs are checked against (the self-test's naive loop): ndarray,
+/// an implementation apart from flex, where this build has it, else flex.
+pub fn reference() -> SelectedDevice {
+    #[cfg(feature = "ndarray")]
+    return ndarray();
+    #[cfg(not(feature = "ndarray"))]
+    cpu()
 }
 
 impl DeviceChoice {
@@ -188,7 +215,7 @@ impl DeviceChoice {
     ) -> Result<SelectedDevice, DeviceError> {
         match self {
             DeviceChoice::Cpu => Ok(cpu()),
-            DeviceChoice::Ndarray => Ok(ndarray()),
+            DeviceChoice::Ndarray => open_ndarray(),
             DeviceChoice::Wgpu => proven(open_wgpu()?, prove),
             DeviceChoice::Cuda => proven(open_cuda()?, prove),
             DeviceChoice::Auto => Ok(auto(&AUTO, prove)),
@@ -214,17 +241,17 @@ fn proven(
 impl SelectedDevice {
     /// The run's view of a Burn `device` a library user already has (with or without autodiff):
     /// its backend decides how batches are shaped (on wgpu padded so that shapes repeat).
-    #[allow(deprecated)] // NdArray: the oracle tests' reference backend.
     pub fn of(device: &Device) -> Self {
         let device = device.clone().without_autodiff();
         match device.as_dispatch() {
             DispatchDevice::Flex(_) => cpu(),
-            DispatchDevice::NdArray(_) => ndarray(),
-            other => {
-                let backend = cube_backend(other);
+            DispatchDevice::Cube(_) => {
+                let backend = cube_backend(device.as_dispatch());
                 let identity = device.identity().map(|id| (id.name, id.physical.is_some()));
                 cube(device, backend, identity)
             }
+            // The only other backend the engine's builds enable.
+            _ => ndarray_on(device),
         }
     }
 

@@ -14,8 +14,6 @@ use crate::sigma_solver::{self, Block, SolverSchedule};
 use crate::smoothing::LaplacianSmoothing;
 use crate::{cube_im2col, cube_noise, cube_smoothing, cube_solver};
 use burn::backend::Flex;
-#[allow(deprecated)]
-use burn::backend::NdArray;
 use burn::backend::fusion::Client;
 use burn::backend::fusion::stream::StreamId;
 use burn::backend::fusion::{FusionBackend, FusionTensor, NoOp};
@@ -55,7 +53,11 @@ fn place<const D: usize>(t: Tensor<D>) -> Result<Placement<D>, String> {
         let stream = FusionStream { client: fused.client.clone() };
         return Ok(Placement::Cube(OnCube { tensor: stream.resolve(fused), stream }));
     }
-    if t.clone().try_into_primitive::<Flex>().is_ok() || t.clone().try_into_primitive::<NdArray>().is_ok() {
+    if t.clone().try_into_primitive::<Flex>().is_ok() {
+        return Ok(Placement::Host(t));
+    }
+    #[cfg(feature = "ndarray")]
+    if t.clone().try_into_primitive::<burn::backend::NdArray>().is_ok() {
         return Ok(Placement::Host(t));
     }
     Err("the DP kernels take tensors on wgpu, flex or ndarray, outside autodiff".into())

@@ -52,7 +52,8 @@ pub struct BenchArgs {
     #[arg(long)]
     batch_size: Option<usize>,
 
-    /// Device: auto, cpu, ndarray, wgpu or cuda (a build with `--features cuda`).
+    /// Device: auto, cpu, ndarray (a build with `--features ndarray`), wgpu or cuda (a build with
+    /// `--features cuda`).
     #[arg(long, value_parser = parse::<DeviceChoice>, default_value = "auto")]
     device: DeviceChoice,
 

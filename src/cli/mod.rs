@@ -24,12 +24,13 @@ mod words;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-/// The version and the devices this build can run on (`dptrain --version`): CUDA only in a build
-/// with the `cuda` feature.
-const VERSION: &str = if cfg!(feature = "cuda") {
-    concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, ndarray, wgpu, cuda)")
-} else {
-    concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, ndarray, wgpu)")
+/// The version and the devices this build can run on (`dptrain --version`): ndarray and CUDA only
+/// in a build with their features.
+const VERSION: &str = match (cfg!(feature = "ndarray"), cfg!(feature = "cuda")) {
+    (true, true) => concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, ndarray, wgpu, cuda)"),
+    (true, false) => concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, ndarray, wgpu)"),
+    (false, true) => concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, wgpu, cuda)"),
+    (false, false) => concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, wgpu)"),
 };
 
 /// Differentially private training with honest privacy accounting.

@@ -23,7 +23,8 @@ use std::time::Instant;
 /// Example: dptrain selftest --device cuda
 #[derive(Args, Debug)]
 pub struct SelftestArgs {
-    /// Device: auto, cpu, ndarray, wgpu or cuda (a build with `--features cuda`).
+    /// Device: auto, cpu, ndarray (a build with `--features ndarray`), wgpu or cuda (a build with
+    /// `--features cuda`).
     #[arg(long, value_parser = parse::<DeviceChoice>, default_value = "auto")]
     device: DeviceChoice,
 

@@ -3,7 +3,7 @@
 //! configuration as a map of the flags given ([`SettingFlags::given`]) that
 //! [`TrainConfig::overlaid`] lays over the file's and the defaults.
 
-use super::enum_arg::parse;
+use super::enum_arg::{choice, parse};
 use clap::Args;
 use dp_accounting::LotSampling;
 use dp_data::DatasetName;
@@ -122,8 +122,8 @@ pub struct SettingFlags {
 
     /// Device: auto (an NVIDIA GPU through CUDA in a build with `--features cuda`, else a real GPU
     /// through wgpu if present, else cpu), cpu (Burn's flex backend),
-    /// ndarray (Burn's deprecated ndarray backend, the tests' reference), wgpu, or cuda (an
-    /// NVIDIA GPU, in a build with `--features cuda`).
+    /// ndarray (Burn's deprecated ndarray backend, the tests' reference, in a build with
+    /// `--features ndarray`), wgpu, or cuda (an NVIDIA GPU, in a build with `--features cuda`).
     #[arg(long, value_parser = parse::<DeviceChoice>)]
     device: Option<DeviceChoice>,
 
@@ -207,9 +207,8 @@ pub struct SettingFlags {
     #[arg(long)]
     weight_decay: Option<f64>,
 
-    /// Accountant: rdp (as Opacus/TF Privacy), prv (tight upper bound) or analytic (full batches
-    /// only) [default: rdp].
-    #[arg(long, value_parser = parse::<AccountantName>)]
+    /// Accountant, as `dptrain account`'s [default: rdp].
+    #[arg(long, value_parser = choice::<AccountantName>())]
     accountant: Option<AccountantName>,
 
     /// Seed for a reproducible run (sampling, noise, initialisation). Without it every random

@@ -154,8 +154,15 @@ impl PrivacyEngine {
         if source.is_empty() {
             return Err(EngineError::data("the lot source holds no example"));
         }
+        let selected = SelectedDevice::of(device);
+        if selected.backend == "ndarray" && !cfg!(feature = "ndarray") {
+            return Err(EngineError::invalid(
+                "device",
+                "this dp-engine was built without Burn's ndarray backend: turn on its `ndarray` feature, or use Burn's flex",
+            ));
+        }
         let plan = plan(&self.privacy, source.len())?;
-        Ok((self.privacy.clone(), plan, SelectedDevice::of(device)))
+        Ok((self.privacy.clone(), plan, selected))
     }
 }
 

@@ -43,8 +43,8 @@ pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, options: ConvOptions<2>) -> Tenso
 
 /// The convolution as a backend extension, so that its autodiff step can choose the weight
 /// gradient per backend.
-#[allow(deprecated)] // NdArray: the oracle tests' reference backend.
-#[backend_extension(Flex, NdArray, Cube, Autodiff)]
+#[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
 pub trait ConvBackend: Backend {
     /// Burn's convolution of x by `weight`, without bias.
     fn dp_conv2d(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
@@ -65,7 +65,9 @@ pub trait ConvGrads: Backend {
     }
 }
 
+#[cfg(feature = "ndarray")]
 impl ConvBackend for burn::backend::NdArray {}
+#[cfg(feature = "ndarray")]
 impl ConvGrads for burn::backend::NdArray {}
 impl ConvBackend for burn_cubecl::Cube {}
 impl ConvGrads for burn_cubecl::Cube {}

@@ -28,8 +28,8 @@ pub fn normalize_rows(x: Tensor<3>, epsilon: f64) -> Tensor<3> {
 }
 
 /// The normalisation as a backend extension.
-#[allow(deprecated)] // NdArray: the oracle tests' reference backend.
-#[backend_extension(Flex, NdArray, Cube, Autodiff)]
+#[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
 pub trait NormalizeBackend: Backend {
     /// xhat of x [R, S, M] along M.
     fn dp_normalize(x: FloatTensor<Self>, epsilon: f64) -> FloatTensor<Self> {
@@ -69,7 +69,9 @@ fn composed_backward<B: Backend>(xhat: FloatTensor<B>, scale: FloatTensor<B>, gr
     B::float_mul(B::float_sub(centered, B::float_mul(xhat, along)), scale)
 }
 
+#[cfg(feature = "ndarray")]
 impl NormalizeBackend for burn::backend::NdArray {}
+#[cfg(feature = "ndarray")]
 impl NormalizeParts for burn::backend::NdArray {}
 impl NormalizeBackend for burn_cubecl::Cube {}
 impl NormalizeParts for burn_cubecl::Cube {}

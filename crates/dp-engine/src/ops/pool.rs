@@ -40,8 +40,8 @@ impl MaxPool {
 }
 
 /// Max pooling as a backend extension: the forward with indices specialised per backend.
-#[allow(deprecated)] // NdArray: the oracle tests' reference backend.
-#[backend_extension(Flex, NdArray, Cube, Autodiff)]
+#[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
 pub trait PoolBackend: Backend {
     /// Max pooling of x [B, C, H, W] with a square `kernel` and `stride`, no padding.
     fn dp_max_pool2d(x: FloatTensor<Self>, kernel: usize, stride: usize) -> FloatTensor<Self> {
@@ -77,7 +77,9 @@ fn burns_pool_with_indices<B: Backend>(
     B::max_pool2d_with_indices(x, [kernel; 2], [stride; 2], [0, 0], [1, 1], false, int)
 }
 
+#[cfg(feature = "ndarray")]
 impl PoolBackend for burn::backend::NdArray {}
+#[cfg(feature = "ndarray")]
 impl PoolWithIndices for burn::backend::NdArray {}
 impl PoolBackend for burn_cubecl::Cube {}
 impl PoolWithIndices for burn_cubecl::Cube {}

@@ -29,8 +29,8 @@ pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 }
 
 /// tanh as a backend extension.
-#[allow(deprecated)] // NdArray: the oracle tests' reference backend.
-#[backend_extension(Flex, NdArray, Cube, Autodiff)]
+#[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
 pub trait TanhBackend: Backend {
     /// tanh of every element of x.
     fn dp_tanh(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -52,7 +52,9 @@ fn composed_backward<B: Backend>(y: FloatTensor<B>, grad: FloatTensor<B>) -> Flo
     B::float_mul(grad, slope)
 }
 
+#[cfg(feature = "ndarray")]
 impl TanhBackend for burn::backend::NdArray {}
+#[cfg(feature = "ndarray")]
 impl TanhBackward for burn::backend::NdArray {}
 impl TanhBackend for burn_cubecl::Cube {}
 impl TanhBackward for burn_cubecl::Cube {}

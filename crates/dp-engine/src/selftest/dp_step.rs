@@ -1,5 +1,5 @@
 //! One DP step's per-example gradients on the device against the naive per-example loop on the
-//! CPU reference (ndarray): the same model (its parameters copied to the device) and batch; each
+//! CPU reference (ndarray, or flex in a build without it): the same model (its parameters copied to the device) and batch; each
 //! DP layer's per-example squared norms, and every parameter's clipped sum (flat clipping at the
 //! median norm, so that some examples are clipped and others not), to 1e-4 as the oracle tests
 //! hold them. The model has each kind of per-example product the engine computes: a convolution
@@ -68,7 +68,8 @@ impl Probe {
 
 /// The DP step suite.
 pub(super) fn checks(device: &Device, tap: &dyn Tap) -> Result<Vec<Check>, String> {
-    let reference = crate::backend::ndarray().device;
+    let reference = crate::backend::reference();
+    let (reference, reference_name) = (reference.device, reference.backend);
     // Drawn from a fixed key: the same model, so the same measured deviations, on every run.
     let model = seeded(Probe::new(&reference), &mut ChaCha20Rng::seed_from_u64(37));
     let table = ParamTable::of(&model).map_err(|e| e.to_string())?;
@@ -105,7 +106,7 @@ pub(super) fn checks(device: &Device, tap: &dyn Tap) -> Result<Vec<Check>, Strin
     let recorded = layers.len() == table.layers().len();
     let mut checks = vec![Check::new(
         format!(
-            "dp-step: per-example squared norms of {} layers x {EXAMPLES} examples against the naive loop on ndarray, max relative error",
+            "dp-step: per-example squared norms of {} layers x {EXAMPLES} examples against the naive loop on {reference_name}, max relative error",
             table.layers().len()
         ),
         if recorded { worst_relative(&got, &want, 1e-3) } else { f64::INFINITY },
