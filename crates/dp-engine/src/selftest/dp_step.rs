@@ -2,8 +2,7 @@
 //! CPU reference (ndarray, or flex in a build without it): the same model (its parameters copied
 //! to the device) and batch; each DP layer's per-example squared norms, and every parameter's
 //! clipped sum (flat clipping at the median norm, so that some examples are clipped and others
-//! not), to 1e-4 as the oracle tests
-//! hold them. The model has each kind of per-example product the engine computes: a convolution
+//! not), to 1e-4 as the oracle tests hold them. The model has each kind of per-example product the engine computes: a convolution
 //! whose norms are materialised, a weight-standardised one whose norms come from Gram matrices
 //! (ghost), GroupNorm's scale and shift, and a dense layer.
 
