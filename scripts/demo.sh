@@ -18,12 +18,16 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
     fi
 fi
 # The smallest build that runs on the best device here: Burn's CUDA backend beside wgpu and the CPU
-# where an NVIDIA driver is (its LLVM from PyPI, scripts/with-cuda-llvm.sh), else the default
-# features, wgpu and the CPU (no CUDA, no ndarray: about ten minutes less to build cold,
-# docs/BENCHMARKS.md). `auto` then picks CUDA, else a Vulkan GPU, else the CPU.
+# where an NVIDIA driver is (its LLVM from PyPI, scripts/with-cuda-llvm.sh); the default features,
+# wgpu and the CPU, where another GPU may be (a render node in /dev/dri, or not Linux); else the CPU
+# alone (`--no-default-features`: no CubeCL, wgpu or kernel cache to compile). No CUDA and no
+# ndarray unless needed: docs/BENCHMARKS.md, "The release build". `auto` then picks CUDA, else a
+# hardware GPU through wgpu, else the CPU.
 run=(cargo run)
 if [ -e /proc/driver/nvidia/version ] || nvidia-smi -L >/dev/null 2>&1; then
     run=(scripts/with-cuda-llvm.sh cargo run --features cuda)
+elif [ "$(uname -s)" = Linux ] && ! compgen -G '/dev/dri/renderD*' >/dev/null; then
+    run=(cargo run --no-default-features)
 fi
 "${run[@]}" --release --locked --bin dptrain -- train --model scatnet-linear --epochs 40 --lot-size 8192 --target-epsilon 3 \
     --delta 1e-5 --accountant prv --learning-rate 16 --momentum 0.9 --clip-norm 0.1 --ema 0.999 \

@@ -20,9 +20,11 @@ one_set=(--workspace --locked --release --features dptrain/cuda)
 # The libraries' documentation, warning-free (`#![warn(missing_docs)]` in every library crate, and
 # no broken link).
 RUSTDOCFLAGS="-D warnings" "${with_llvm[@]}" doc "${one_set[@]}" --no-deps --quiet
-# The main job's build on a machine without an NVIDIA GPU (scripts/demo.sh: the default features,
-# no CUDA, no ndarray), linted: the lines only that set compiles are checked here.
+# The main job's builds on a machine without an NVIDIA GPU (scripts/demo.sh): the default features
+# (wgpu and the CPU; no CUDA, no ndarray) and, without a GPU at all, the CPU alone; linted, so the
+# lines only those sets compile are checked here.
 cargo clippy --release --locked --bin dptrain -- -D warnings
+cargo clippy --release --locked --bin dptrain --no-default-features -- -D warnings
 
 # The tests in the CUDA build. Burn restores an optimiser's state on its default device, CUDA
 # first: the library tests that resume runs say where (`dptrain` sets the same itself;

@@ -10,7 +10,6 @@ use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use burn_cubecl::cubecl::logging::{LaunchObservation, LaunchObserver};
 use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
 use dp_engine::backend::{DeviceError, SelectedDevice};
 use dp_engine::error::{EngineError, Result};
@@ -23,11 +22,10 @@ use dp_engine::privacy::PrivacyConfig;
 use dp_engine::privacy::mechanism;
 use dp_engine::privacy::mechanism::MechanismName;
 use dp_engine::step::{self, LotStep, StepState};
+use dp_kernels::launches::LaunchCount;
 use dp_kernels::noise::NOISE_STREAM;
 use rand::Rng;
 use serde::Serialize;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// The most pixel bytes of a benchmark lot (4 GiB): larger lots are refused from arithmetic
@@ -124,16 +122,6 @@ pub struct BenchResult {
     pub launches_per_lot: Vec<(MechanismName, usize)>,
     /// (mechanism, median ms per lot of each phase of `Phase::ALL`) when the phases were timed.
     pub phases_ms: Vec<(MechanismName, [f64; Phase::ALL.len()])>,
-}
-
-/// Counts the device kernels launched while it is installed (every launch of the process).
-#[derive(Default)]
-struct LaunchCount(AtomicUsize);
-
-impl LaunchObserver for LaunchCount {
-    fn launched(&self, _kernel: &'static str) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 impl BenchResult {
@@ -235,16 +223,12 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     let mut phase_times = vec![Vec::new(); k];
     let mut launches = vec![0; k];
     let clock = phase_clock(config, dev)?;
-    let counter = Arc::new(LaunchCount::default());
     for round in 0..config.warmup + config.iterations {
         // Rotate which mechanism goes first so that none always follows the same one.
         for i in (0..k).map(|j| (round + j) % k) {
             let c = &mut contenders[i];
             // The last lot counts its launches (the count is the same every lot after warm-up).
-            let counting = (round + 1 == config.warmup + config.iterations).then(|| {
-                counter.0.store(0, Ordering::Relaxed);
-                LaunchObservation::new(counter.clone())
-            });
+            let counting = (round + 1 == config.warmup + config.iterations).then(LaunchCount::start);
             let start = Instant::now();
             let model = c.model.take().ok_or_else(|| EngineError::invalid("bench", "a step lost its model"))?;
             let (model, _) = c.step.step(model, &mut c.optimizer, 0.01, &source, dev)?;
@@ -255,8 +239,8 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
                 times[i].push(start.elapsed().as_secs_f64() * 1e3);
                 phase_times[i].extend(phases);
             }
-            if counting.is_some() {
-                launches[i] = counter.0.load(Ordering::Relaxed);
+            if let Some(count) = counting {
+                launches[i] = count.launched();
             }
             progress();
         }

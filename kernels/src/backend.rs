@@ -123,11 +123,11 @@ fn open_cuda() -> Result<SelectedDevice, DeviceError> {
         .map(|(device, identity)| SelectedDevice { hardware: true, ..cube(device, "cuda", identity) })
         .map_err(DeviceError);
     #[cfg(not(feature = "cuda"))]
-    Err(DeviceError(
+    Err(DeviceError(format!(
         "this dptrain was built without CUDA: build it with `cargo build --release --features cuda` \
-         (needs an NVIDIA GPU and driver to run), or use the wgpu device"
-            .into(),
-    ))
+         (needs an NVIDIA GPU and driver to run), or use the {} device",
+        if cfg!(feature = "wgpu") { "wgpu" } else { "cpu" }
+    )))
 }
 
 /// A CubeCL device of `backend` ("wgpu" or "cuda") with its adapter's name and whether it is
@@ -138,6 +138,7 @@ fn cube(device: Device, backend: &'static str, identity: Option<(String, bool)>)
 }
 
 /// "cuda" for a CUDA device, else "wgpu" (the build's only other CubeCL runtime).
+#[cfg(feature = "wgpu")]
 fn cube_backend(device: &DispatchDevice) -> &'static str {
     #[cfg(feature = "cuda")]
     if let DispatchDevice::Cube(burn_cubecl::CubeDevice::Cuda(_)) = device {
@@ -198,10 +199,7 @@ fn open_ndarray() -> Result<SelectedDevice, DeviceError> {
 /// The CPU backend a device's outputs are checked against (the self-test's naive loop): ndarray,
 /// an implementation apart from flex, where this build has it, else flex.
 pub fn reference() -> SelectedDevice {
-    #[cfg(feature = "ndarray")]
-    return ndarray();
-    #[cfg(not(feature = "ndarray"))]
-    cpu()
+    open_ndarray().unwrap_or_else(|_| cpu())
 }
 
 impl DeviceChoice {
@@ -245,6 +243,7 @@ impl SelectedDevice {
         let device = device.clone().without_autodiff();
         match device.as_dispatch() {
             DispatchDevice::Flex(_) => cpu(),
+            #[cfg(feature = "wgpu")]
             DispatchDevice::Cube(_) => {
                 let backend = cube_backend(device.as_dispatch());
                 let identity = device.identity().map(|id| (id.name, id.physical.is_some()));

@@ -12,36 +12,54 @@ use crate::gaussian;
 use crate::im2col::Patches;
 use crate::sigma_solver::{self, Block, SolverSchedule};
 use crate::smoothing::LaplacianSmoothing;
+#[cfg(feature = "wgpu")]
 use crate::{cube_im2col, cube_noise, cube_smoothing, cube_solver};
 use burn::backend::Flex;
+#[cfg(feature = "wgpu")]
 use burn::backend::fusion::Client;
+#[cfg(feature = "wgpu")]
 use burn::backend::fusion::stream::StreamId;
+#[cfg(feature = "wgpu")]
 use burn::backend::fusion::{FusionBackend, FusionTensor, NoOp};
+#[cfg(feature = "wgpu")]
 use burn::backend::ir::{BackendIr, InitOperationIr, OperationIr, OperationOutput};
+#[cfg(feature = "wgpu")]
 use burn::backend::{Cube, TensorMetadata};
-use burn::tensor::{Device, Int, Tensor, TensorData};
+#[cfg(feature = "wgpu")]
+use burn::tensor::Int;
+use burn::tensor::{Device, Tensor, TensorData};
+#[cfg(feature = "wgpu")]
 use burn_cubecl::CubeBackend;
+#[cfg(feature = "wgpu")]
 use burn_cubecl::tensor::CubeTensor;
 
 /// The fusion runtime of the CubeCL backend.
+#[cfg(feature = "wgpu")]
 type Runtime = <CubeBackend as FusionBackend>::FusionRuntime;
 
-/// Where a tensor lives, as far as the kernels care.
-#[expect(clippy::large_enum_variant, reason = "one short-lived value per kernel call, moved once")]
+/// Where a tensor lives, as far as the kernels care (a build without the `wgpu` feature has only
+/// the host).
+#[cfg_attr(
+    feature = "wgpu",
+    expect(clippy::large_enum_variant, reason = "one short-lived value per kernel call, moved once")
+)]
 enum Placement<const D: usize> {
     /// On a CubeCL device, resolved from its fusion stream.
+    #[cfg(feature = "wgpu")]
     Cube(OnCube),
     /// On a CPU backend.
     Host(Tensor<D>),
 }
 
 /// A tensor resolved from its fusion stream, with the stream that takes the kernel's outputs back.
+#[cfg(feature = "wgpu")]
 struct OnCube {
     tensor: CubeTensor,
     stream: FusionStream,
 }
 
 /// The fusion stream of a kernel's inputs and outputs.
+#[cfg(feature = "wgpu")]
 struct FusionStream {
     client: Client<Runtime>,
 }
@@ -49,6 +67,7 @@ struct FusionStream {
 /// Finds the backend of `t`, or says why the kernels cannot take it.
 #[allow(deprecated)]
 fn place<const D: usize>(t: Tensor<D>) -> Result<Placement<D>, String> {
+    #[cfg(feature = "wgpu")]
     if let Ok(fused) = t.clone().try_into_primitive::<Cube>() {
         let stream = FusionStream { client: fused.client.clone() };
         return Ok(Placement::Cube(OnCube { tensor: stream.resolve(fused), stream }));
@@ -63,6 +82,7 @@ fn place<const D: usize>(t: Tensor<D>) -> Result<Placement<D>, String> {
     Err("the DP kernels take tensors on wgpu, flex or ndarray, outside autodiff".into())
 }
 
+#[cfg(feature = "wgpu")]
 impl FusionStream {
     /// The CubeCL tensor behind a fused one, after the operations queued before it have run.
     fn resolve(&self, t: FusionTensor<Runtime>) -> CubeTensor {
@@ -123,6 +143,7 @@ pub fn noisy_scale<const D: usize>(
         NoiseScale::PerCoordinate(s) => (**s).clone(),
     };
     match place(grad)? {
+        #[cfg(feature = "wgpu")]
         Placement::Cube(on) => {
             let OnCube { tensor, stream } = on;
             let s = sigma.try_into_primitive::<Cube>().map_err(|_| "sigma is not on the gradient's device")?;
@@ -146,6 +167,7 @@ pub fn im2col(x: Tensor<4>, p: &Patches) -> Result<Tensor<3>, String> {
     let [b, c, h, w] = x.dims();
     let device = x.device();
     match place(x)? {
+        #[cfg(feature = "wgpu")]
         Placement::Cube(on) => Ok(on.stream.float(cube_im2col::im2col(on.tensor, p))),
         Placement::Host(t) => {
             let [ho, wo] = p.output_size([h, w]);
@@ -159,6 +181,7 @@ pub fn im2col(x: Tensor<4>, p: &Patches) -> Result<Tensor<3>, String> {
 /// The first `n` random words of `position`, computed on `device` (for cross-backend checks).
 pub fn random_words(device: &Device, position: &StreamPosition, n: usize) -> Result<Vec<u32>, String> {
     match place(Tensor::<1>::zeros([1], device))? {
+        #[cfg(feature = "wgpu")]
         Placement::Cube(on) => {
             let words = on.stream.int(cube_noise::words(&on.tensor, position, n));
             words.to_data().try_into_vec::<u32>().map_err(|e| format!("{e:?}"))
@@ -175,6 +198,7 @@ pub fn smooth<const D: usize>(v: Tensor<D>, smoothing: &LaplacianSmoothing) -> R
     }
     let device = v.device();
     match place(v)? {
+        #[cfg(feature = "wgpu")]
         Placement::Cube(on) => Ok(on.stream.float(cube_smoothing::circulant(on.tensor, &smoothing.taps(n)))),
         Placement::Host(t) => {
             let shape = t.shape();
@@ -197,6 +221,7 @@ pub fn sphere_sigma(weights: Tensor<1>, alpha: f64, tau: f64, schedule: &SolverS
     }
     let device = weights.device();
     match place(weights)? {
+        #[cfg(feature = "wgpu")]
         Placement::Cube(on) => {
             let OnCube { tensor, stream } = on;
             let (sigma, done) = cube_solver::sphere_sigma(tensor, alpha as f32, tau as f32, schedule);

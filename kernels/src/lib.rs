@@ -10,6 +10,9 @@
 //!   clipping, all its iterations in one cube, against the f64 reference;
 //! - im2col, the patches a DP convolution's per-example gradients are made of, in one pass.
 //!
+//! The CubeCL kernels are the `wgpu` feature's (on by default; the `cuda` feature adds CUDA on the
+//! same kernels); without it every operation runs its CPU reference.
+//!
 //! It also holds what both DP engines (dp-engine's DP step on Burn modules and dp-erm's DP-ERM)
 //! use, so that neither depends on the other: the device choice (`backend`), the clipping
 //! formula (`clipping`), the noise stream (`noise`) and host/device tensor helpers
@@ -20,14 +23,20 @@
 pub mod backend;
 pub mod chacha;
 pub mod clipping;
+#[cfg(feature = "wgpu")]
 mod cube_im2col;
+#[cfg(feature = "wgpu")]
 mod cube_noise;
+#[cfg(feature = "wgpu")]
 mod cube_output;
+#[cfg(feature = "wgpu")]
 mod cube_smoothing;
+#[cfg(feature = "wgpu")]
 mod cube_solver;
 pub mod device_ops;
 pub mod gaussian;
 pub mod im2col;
+pub mod launches;
 pub mod noise;
 pub mod scattering;
 pub mod sigma_solver;

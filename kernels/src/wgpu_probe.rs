@@ -5,9 +5,8 @@
 //! machine starts from them wherever it runs (CubeCL's default is a `target/` folder above the
 //! current directory, or none).
 
-use burn::tensor::{Device, DeviceKind};
-use burn_cubecl::cubecl::config::cache::CacheConfig;
-use burn_cubecl::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
+use burn::tensor::Device;
+#[cfg(feature = "wgpu")]
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// A GPU device with its adapter's name and whether it is physical hardware (None when the
@@ -15,11 +14,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 type Opened = (Device, Option<(String, bool)>);
 
 /// The default wgpu device, or an error saying how to get one.
+#[cfg(feature = "wgpu")]
 pub fn open_wgpu() -> Result<Opened, String> {
-    open_quietly(|| Device::wgpu(DeviceKind::DefaultDevice)).ok_or_else(|| {
+    open_quietly(|| Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)).ok_or_else(|| {
         "no wgpu adapter could be opened (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers, or use the cpu device)"
             .to_string()
     })
+}
+
+/// The default wgpu device: none in a build without the `wgpu` feature.
+#[cfg(not(feature = "wgpu"))]
+pub fn open_wgpu() -> Result<Opened, String> {
+    Err("this build has no wgpu backend (the `wgpu` feature, on by default; built without default features \
+         for a machine without a GPU): build with the default features, or use the cpu device"
+        .into())
 }
 
 /// The first CUDA device, or an error saying how to get one.
@@ -59,6 +67,7 @@ fn libdevice() -> Result<(), String> {
 /// (`BURN_DEVICE`, else the first of CUDA, wgpu and the CPU that the build has) before moving it
 /// to each parameter's device at the next step: a CUDA build without a driver, or a wgpu one
 /// without a Vulkan adapter, cannot.
+#[cfg(feature = "wgpu")]
 pub fn default_device_opens() -> Result<(), String> {
     open_quietly(Device::default).map(|_| ()).ok_or_else(|| {
         "Burn restores an optimiser's state on its default device (BURN_DEVICE, else CUDA, then wgpu, as built), \
@@ -67,7 +76,14 @@ pub fn default_device_opens() -> Result<(), String> {
     })
 }
 
+/// Burn's default device opens here: in a build without the `wgpu` feature it is the CPU's (flex).
+#[cfg(not(feature = "wgpu"))]
+pub fn default_device_opens() -> Result<(), String> {
+    Ok(())
+}
+
 /// The device `open` gives, with its identity (which opens it), or None where that panicked.
+#[cfg(feature = "wgpu")]
 fn open_quietly(open: impl Fn() -> Device) -> Option<Opened> {
     persistent_caches();
     // Silence the panic message while probing: the caller reports a missing device as an error.
@@ -86,7 +102,9 @@ fn open_quietly(open: impl Fn() -> Device) -> Option<Opened> {
 /// overrides) with its caches in the user's cache directory: the autotune results, and the
 /// compiled kernels (CUDA's PTX), so that a second process neither tunes nor compiles again;
 /// kept as it is when already set.
+#[cfg(feature = "wgpu")]
 fn persistent_caches() {
+    use burn_cubecl::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig, cache::CacheConfig};
     let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
     config.environment.path = CacheConfig::Global;
     config.compilation.cache = true;

@@ -23,15 +23,20 @@ mod words;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+use std::sync::LazyLock;
 
-/// The version and the devices this build can run on (`dptrain --version`): ndarray and CUDA only
-/// in a build with their features.
-const VERSION: &str = match (cfg!(feature = "ndarray"), cfg!(feature = "cuda")) {
-    (true, true) => concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, ndarray, wgpu, cuda)"),
-    (true, false) => concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, ndarray, wgpu)"),
-    (false, true) => concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, wgpu, cuda)"),
-    (false, false) => concat!(env!("CARGO_PKG_VERSION"), " (devices: cpu, wgpu)"),
-};
+/// The version and the devices this build can run on (`dptrain --version`): ndarray, wgpu and
+/// CUDA only in a build with their features.
+static VERSION: LazyLock<String> = LazyLock::new(|| {
+    let built = [
+        ("cpu", true),
+        ("ndarray", cfg!(feature = "ndarray")),
+        ("wgpu", cfg!(feature = "wgpu")),
+        ("cuda", cfg!(feature = "cuda")),
+    ];
+    let devices: Vec<&str> = built.iter().filter(|(_, on)| *on).map(|(name, _)| *name).collect();
+    format!("{} (devices: {})", env!("CARGO_PKG_VERSION"), devices.join(", "))
+});
 
 /// Differentially private training with honest privacy accounting.
 ///
@@ -39,7 +44,7 @@ const VERSION: &str = match (cfg!(feature = "ndarray"), cfg!(feature = "cuda")) 
 /// exact algorithm, computed by a sound accountant), `paper-bound` (a paper's own formula, with
 /// unspecified constants or heuristic steps) or `none`.
 #[derive(Parser)]
-#[command(name = "dptrain", version = VERSION, about, long_about)]
+#[command(name = "dptrain", version = VERSION.as_str(), about, long_about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

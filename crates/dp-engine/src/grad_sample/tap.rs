@@ -25,7 +25,7 @@ pub fn tap(x: Tensor<2>, slot: Tensor<2>) -> Tensor<2> {
 
 /// The tap as a backend extension, so that its autodiff step can hand the gradient to the slot.
 #[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
-#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube: cfg(feature = "wgpu"), Autodiff)]
 pub trait TapBackend: Backend {
     /// x, unchanged (outside autodiff the slot is not read).
     fn dp_tap(x: FloatTensor<Self>, slot: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -36,6 +36,7 @@ pub trait TapBackend: Backend {
 
 #[cfg(feature = "ndarray")]
 impl TapBackend for burn::backend::NdArray {}
+#[cfg(feature = "wgpu")]
 impl TapBackend for burn_cubecl::Cube {}
 impl TapBackend for Flex {}
 

@@ -44,7 +44,7 @@ pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, options: ConvOptions<2>) -> Tenso
 /// The convolution as a backend extension, so that its autodiff step can choose the weight
 /// gradient per backend.
 #[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
-#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube: cfg(feature = "wgpu"), Autodiff)]
 pub trait ConvBackend: Backend {
     /// Burn's convolution of x by `weight`, without bias.
     fn dp_conv2d(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
@@ -69,7 +69,9 @@ pub trait ConvGrads: Backend {
 impl ConvBackend for burn::backend::NdArray {}
 #[cfg(feature = "ndarray")]
 impl ConvGrads for burn::backend::NdArray {}
+#[cfg(feature = "wgpu")]
 impl ConvBackend for burn_cubecl::Cube {}
+#[cfg(feature = "wgpu")]
 impl ConvGrads for burn_cubecl::Cube {}
 impl ConvBackend for Flex {}
 

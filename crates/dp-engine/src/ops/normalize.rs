@@ -29,7 +29,7 @@ pub fn normalize_rows(x: Tensor<3>, epsilon: f64) -> Tensor<3> {
 
 /// The normalisation as a backend extension.
 #[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
-#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube: cfg(feature = "wgpu"), Autodiff)]
 pub trait NormalizeBackend: Backend {
     /// xhat of x [R, S, M] along M.
     fn dp_normalize(x: FloatTensor<Self>, epsilon: f64) -> FloatTensor<Self> {
@@ -73,7 +73,9 @@ fn composed_backward<B: Backend>(xhat: FloatTensor<B>, scale: FloatTensor<B>, gr
 impl NormalizeBackend for burn::backend::NdArray {}
 #[cfg(feature = "ndarray")]
 impl NormalizeParts for burn::backend::NdArray {}
+#[cfg(feature = "wgpu")]
 impl NormalizeBackend for burn_cubecl::Cube {}
+#[cfg(feature = "wgpu")]
 impl NormalizeParts for burn_cubecl::Cube {}
 
 /// Lanes of the row sums: independent accumulators the compiler keeps in SIMD registers.

@@ -41,7 +41,7 @@ impl MaxPool {
 
 /// Max pooling as a backend extension: the forward with indices specialised per backend.
 #[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
-#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube: cfg(feature = "wgpu"), Autodiff)]
 pub trait PoolBackend: Backend {
     /// Max pooling of x [B, C, H, W] with a square `kernel` and `stride`, no padding.
     fn dp_max_pool2d(x: FloatTensor<Self>, kernel: usize, stride: usize) -> FloatTensor<Self> {
@@ -81,7 +81,9 @@ fn burns_pool_with_indices<B: Backend>(
 impl PoolBackend for burn::backend::NdArray {}
 #[cfg(feature = "ndarray")]
 impl PoolWithIndices for burn::backend::NdArray {}
+#[cfg(feature = "wgpu")]
 impl PoolBackend for burn_cubecl::Cube {}
+#[cfg(feature = "wgpu")]
 impl PoolWithIndices for burn_cubecl::Cube {}
 
 /// One plane `input` [h, w] pooled into `vals` and `idx` [ho, wo]. `NAN`: the plane holds a NaN,

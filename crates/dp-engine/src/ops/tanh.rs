@@ -30,7 +30,7 @@ pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 
 /// tanh as a backend extension.
 #[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
-#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube, Autodiff)]
+#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube: cfg(feature = "wgpu"), Autodiff)]
 pub trait TanhBackend: Backend {
     /// tanh of every element of x.
     fn dp_tanh(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -56,7 +56,9 @@ fn composed_backward<B: Backend>(y: FloatTensor<B>, grad: FloatTensor<B>) -> Flo
 impl TanhBackend for burn::backend::NdArray {}
 #[cfg(feature = "ndarray")]
 impl TanhBackward for burn::backend::NdArray {}
+#[cfg(feature = "wgpu")]
 impl TanhBackend for burn_cubecl::Cube {}
+#[cfg(feature = "wgpu")]
 impl TanhBackward for burn_cubecl::Cube {}
 
 /// e^y for y in [0, 20] (Cephes' expf: y = n ln 2 + r, |r| <= ln 2 / 2, a degree-6 polynomial in
