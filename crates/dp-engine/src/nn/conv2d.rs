@@ -165,9 +165,8 @@ impl Conv2d {
     /// The convolution of x [B, C_in, H, W], [B, C_out, H', W']. When x carries no gradient (the
     /// first layer), one GEMM over its patches, which the tape keeps; otherwise the backend's
     /// convolution (on the CPU one GEMM per example over its patches, `ops::conv`; autotuned
-    /// kernels on wgpu), with the
-    /// patches computed outside autodiff only while a DP step records. The patches come from the
-    /// im2col kernel (`dp_kernels::im2col`).
+    /// kernels on wgpu), with the patches computed outside autodiff only while a DP step records.
+    /// The patches come from the im2col kernel (`dp_kernels::im2col`).
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let [c_out, c_in, kh, kw] = self.weight.lazy_shape().dims();
         let k = c_in * kh * kw;
