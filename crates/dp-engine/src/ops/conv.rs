@@ -127,7 +127,12 @@ fn flex_shapes(
         return None;
     }
     let [ho, wo] = patches.output_size([h, w]);
-    Some(([b, c_in, h, w], [c_out, c_in * kh * kw, ho * wo], patches))
+    // Buffers (the output, the input, one example's patches) too large to address go to Burn's
+    // pass, which refuses them by name.
+    let (k, positions) = (c_in.checked_mul(kh)?.checked_mul(kw)?, ho.checked_mul(wo)?);
+    let buffers = [[b, c_out, positions], [b, c_in, h.checked_mul(w)?], [1, k, positions]];
+    let addressable = buffers.iter().all(|d| d.iter().try_fold(1usize, |n, &x| n.checked_mul(x)).is_some());
+    addressable.then_some(([b, c_in, h, w], [c_out, k, positions], patches))
 }
 
 /// [`flex_shapes`] where the output gradient `grad` [B, C_out, H', W'] agrees with them.
