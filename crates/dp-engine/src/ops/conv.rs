@@ -20,6 +20,7 @@
 #![allow(deprecated)]
 
 use crate::grad_sample::host_products::{Operands, summed_products};
+use crate::host::buffers::Reused;
 use crate::host::flex::{contiguous_f32, dims};
 use crate::host::gemm::{Strided, gemm_into};
 use burn::backend::autodiff::NodeId;
@@ -160,14 +161,14 @@ fn flex_forward(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -
     let mut y = vec![0.0f32; b * c_out * positions];
     if !y.is_empty() {
         y.par_chunks_mut(c_out * positions).enumerate().for_each_init(
-            || vec![0.0f32; if pointwise { 0 } else { k * positions }],
+            || Reused::take(if pointwise { 0 } else { k * positions }),
             |cols, (e, out)| {
                 let example = &xs[e * c_in * h * w..][..c_in * h * w];
                 let a = match pointwise {
                     true => example,
                     false => {
-                        unfold_example(example, [c_in, h, w], &patches, cols);
-                        cols
+                        unfold_example(example, [c_in, h, w], &patches, cols.values_mut());
+                        cols.values()
                     }
                 };
                 let lhs = Strided::row_major(ws, k);
@@ -194,11 +195,11 @@ fn flex_input_grad(
     let mut dx = vec![0.0f32; b * c_in * h * w];
     if !dx.is_empty() {
         dx.par_chunks_mut(c_in * h * w).enumerate().for_each_init(
-            || vec![0.0f32; k * positions],
+            || Reused::take(k * positions),
             |cols, (e, out)| {
                 let g = Strided::row_major(&gs[e * c_out * positions..][..c_out * positions], positions);
-                gemm_into(cols, [k, c_out, positions], Strided::transposed(ws, k), g, 1.0, false);
-                fold_example(cols, [c_in, h, w], &patches, out);
+                gemm_into(cols.values_mut(), [k, c_out, positions], Strided::transposed(ws, k), g, 1.0, false);
+                fold_example(cols.values(), [c_in, h, w], &patches, out);
             },
         );
     }
