@@ -1,7 +1,7 @@
 //! The kernels on Burn tensors: a tensor on a CubeCL device (wgpu) runs the device kernel; a tensor
-//! on a CPU backend (flex, or the ndarray reference) runs the CPU reference on the same random words, so both backends
-//! draw the same noise for the same key. Autodiff tensors are refused: noise and smoothing act on
-//! released gradients, never inside a graph.
+//! on a CPU backend (flex, or the ndarray reference) runs the CPU reference on the same random
+//! words, so both backends draw the same noise for the same key. Autodiff tensors are refused:
+//! noise and smoothing act on released gradients, never inside a graph.
 //!
 //! On wgpu, Burn's fusion wraps the CubeCL backend: a kernel's input is resolved from the fusion
 //! stream (the operations queued before it run, fused), the kernel runs on the CubeCL tensor, and
@@ -162,7 +162,8 @@ pub fn noisy_scale<const D: usize>(
 }
 
 /// The patches of `x` [B, C, H, W] for a convolution of geometry `p`, [B, C*kh*kw, H'*W'] (see
-/// [`crate::im2col`](mod@crate::im2col)), on x's device. x must not be an autodiff tensor (take its `inner()`).
+/// [`crate::im2col`](mod@crate::im2col)), on x's device. x must not be an autodiff tensor (take its
+/// `inner()`).
 pub fn im2col(x: Tensor<4>, p: &Patches) -> Result<Tensor<3>, String> {
     let [b, c, h, w] = x.dims();
     let device = x.device();

@@ -161,12 +161,13 @@ fn flex_forward(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -
     let mut y = vec![0.0f32; b * c_out * positions];
     if !y.is_empty() {
         y.par_chunks_mut(c_out * positions).enumerate().for_each_init(
-            || Reused::take(if pointwise { 0 } else { k * positions }),
+            // A pointwise convolution takes no buffer from the pool.
+            || (!pointwise).then(|| Reused::take(k * positions)),
             |cols, (e, out)| {
                 let example = &xs[e * c_in * h * w..][..c_in * h * w];
-                let a = match pointwise {
-                    true => example,
-                    false => {
+                let a = match cols {
+                    None => example,
+                    Some(cols) => {
                         unfold_example(example, [c_in, h, w], &patches, cols.values_mut());
                         cols.values()
                     }

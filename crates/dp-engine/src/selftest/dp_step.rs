@@ -1,10 +1,10 @@
-//! One DP step's per-example gradients on the device against the naive per-example loop on the
-//! CPU reference (ndarray, or flex in a build without it): the same model (its parameters copied
-//! to the device) and batch; each DP layer's per-example squared norms, and every parameter's
-//! clipped sum (flat clipping at the median norm, so that some examples are clipped and others
-//! not), to 1e-4 as the oracle tests hold them. The model has each kind of per-example product the engine computes: a convolution
-//! whose norms are materialised, a weight-standardised one whose norms come from Gram matrices
-//! (ghost), GroupNorm's scale and shift, and a dense layer.
+//! One DP step's per-example gradients on the device against the naive per-example loop on the CPU
+//! reference (ndarray, or flex in a build without it): the same model (its parameters copied to the
+//! device) and batch; each DP layer's per-example squared norms, and every parameter's clipped sum
+//! (flat clipping at the median norm, so that some examples are clipped and others not), to 1e-4 as
+//! the oracle tests hold them. The model has each kind of per-example product the engine computes:
+//! a convolution whose norms are materialised, a weight-standardised one whose norms come from Gram
+//! matrices (ghost), GroupNorm's scale and shift, and a dense layer.
 
 use super::naive::{host, naive_gradients, param_grad};
 use super::{Check, Tap, inputs, worst_against_peak, worst_relative};
