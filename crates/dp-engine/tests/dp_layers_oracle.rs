@@ -1,11 +1,12 @@
 //! The DP layers as Burn modules against the oracle: a naive loop that gives every example its
-//! own forward and backward pass with Burn's autodiff on the parameters (`Module::train`). Three
+//! own forward and backward pass with Burn's autodiff on the parameters (`Module::train`). Four
 //! user-style models defined here: one with every DP layer kind and norm method (convolutions
 //! with stride, padding, dilation, with and without bias, materialised and ghost norms; GroupNorm;
 //! dense layers with and without bias; LayerNorm), a residual network with GroupNorm and
-//! weight-standardised convolutions (the gradient through the standardisation's Jacobian), and an
-//! embedding model over sequences; and a layer defined here, outside dp-engine, through the public
-//! tape (`tape::observe` and `PerExampleGrads`), as a user adds one. Per-example squared norms per
+//! weight-standardised convolutions (the gradient through the standardisation's Jacobian),
+//! convolutions wide enough for the CPU's Winograd transform, and an embedding model over
+//! sequences; and a layer defined here, outside dp-engine, through the public tape
+//! (`tape::observe` and `PerExampleGrads`), as a user adds one. Per-example squared norms per
 //! layer, and clipped sums (flat and per layer), must equal the loop's to 1e-4 relative, on
 //! ndarray, flex and wgpu (lavapipe in CI).
 
@@ -106,6 +107,43 @@ impl Residual {
         let r = relu(self.gn1.forward(self.conv1.forward(h.clone())));
         let h = relu(h + self.gn2.forward(self.conv2.forward(r)));
         let h = relu(self.down.forward(h));
+        let [b, c, _, _] = h.dims();
+        self.head.forward(h.mean_dim(3).mean_dim(2).reshape([b, c]))
+    }
+}
+
+/// Convolutions wide enough (16 channels and more, 3x3 at stride 1) for the CPU's Winograd
+/// transform (`host::winograd`): the forward passes and input gradients that every per-example
+/// gradient reads (a weight-standardised layer's and a plain one's materialised, a ghost
+/// layer's), and the ghost layer's clipped sum, by the transform.
+#[derive(Module, Debug)]
+struct Wide {
+    stem: Conv2d,
+    conv1: Conv2d,
+    conv2: Conv2d,
+    conv3: Conv2d,
+    head: Linear,
+}
+
+impl Wide {
+    fn new(device: &Device) -> Self {
+        let conv = |c_in, c_out, padding| {
+            Conv2dConfig::new([c_in, c_out], [3, 3])
+                .with_padding(PaddingConfig2d::Explicit(padding, padding, padding, padding))
+        };
+        Self {
+            stem: conv(1, 16, 1).init(device),
+            conv1: conv(16, 16, 1).with_bias(false).with_standardize(true).init(device),
+            conv2: conv(16, 17, 0).init(device),
+            conv3: conv(17, 16, 0).with_bias(false).init(device),
+            head: LinearConfig::new(16, CLASSES).init(device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        let h = tanh(self.stem.forward(x));
+        let h = tanh(self.conv1.forward(h));
+        let h = tanh(self.conv3.forward(tanh(self.conv2.forward(h))));
         let [b, c, _, _] = h.dims();
         self.head.forward(h.mean_dim(3).mean_dim(2).reshape([b, c]))
     }
@@ -320,6 +358,16 @@ fn check_all(device: &Device) {
     let x = images(&mut rng, b, [1, 6, 6], device);
     let y = labels(&mut rng, b);
     check(&residual, b, &y, |m, r| m.forward(x.clone().narrow(0, r.start, r.len())));
+
+    // The wide convolutions on 7 x 7: P = 49, N = 16, K = 16 x 3 x 3 (standardised) and P = 25,
+    // N = 17 materialised; P = 9, N = 16, K = 17 x 3 x 3 by the ghost norm.
+    assert_eq!(NormMethod::cheapest_on_host(b, 49, 16, 144, true), NormMethod::Materialize);
+    assert_eq!(NormMethod::cheapest_on_host(b, 25, 17, 144, false), NormMethod::Materialize);
+    assert_eq!(NormMethod::cheapest_on_host(b, 9, 16, 153, false), NormMethod::Ghost);
+    let wide = Wide::new(device);
+    let x = images(&mut rng, b, [1, 7, 7], device);
+    let y = labels(&mut rng, b);
+    check(&wide, b, &y, |m, r| m.forward(x.clone().narrow(0, r.start, r.len())));
 
     let tokens = Tokens::new(device);
     // Six tokens of a vocabulary of seven: repeats within an example exercise the masked Gram.

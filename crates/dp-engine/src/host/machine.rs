@@ -93,17 +93,28 @@ fn caches() -> Vec<Cache> {
     found
 }
 
+/// The data and unified caches of the first CPU, read once.
+fn known_caches() -> &'static [Cache] {
+    static CACHES: std::sync::OnceLock<Vec<Cache>> = std::sync::OnceLock::new();
+    CACHES.get_or_init(caches)
+}
+
 /// Bytes of the largest data or unified cache of the first CPU (the last level, as sysfs lists
-/// it), read once; None where the system does not say.
+/// it); None where the system does not say.
 pub fn last_level_cache() -> Option<u64> {
-    static LAST_LEVEL: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-    *LAST_LEVEL.get_or_init(|| caches().iter().map(|c| c.bytes).max())
+    known_caches().iter().map(|c| c.bytes).max()
+}
+
+/// Bytes of the first CPU's second-level cache (a core's own on x86), which the host kernels
+/// size their working sets by; None where the system does not say.
+pub(crate) fn second_level_cache() -> Option<u64> {
+    known_caches().iter().find(|c| c.level == 2).map(|c| c.bytes)
 }
 
 impl Machine {
     /// This machine.
     pub fn this() -> Self {
-        Self { cpu: cpu_model(), isa: isa(), caches: caches(), threads: rayon::current_num_threads() }
+        Self { cpu: cpu_model(), isa: isa(), caches: known_caches().to_vec(), threads: rayon::current_num_threads() }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The CPU fast paths the engine owns on Burn's flex backend: host access to flex tensors
 //! (`flex`), reused scratch buffers (`buffers`), the GEMMs of the per-example products (`gemm`),
+//! the 3x3 convolutions by Winograd's minimal filtering (`winograd`),
 //! the allocator setting a training program may ask for ([`keep_freed_memory`]), the machine a
 //! CPU figure was measured on ([`Machine`]) and where a step's time goes ([`PhaseClock`]).
 
@@ -9,6 +10,7 @@ pub(crate) mod gemm;
 pub(crate) mod machine;
 pub(crate) mod memory;
 pub(crate) mod phases;
+pub(crate) mod winograd;
 pub use machine::{Cache, Machine, last_level_cache};
 pub use memory::keep_freed_memory;
 pub use phases::{Phase, PhaseClock, PhaseTimes, timed};
