@@ -184,7 +184,6 @@ impl Scratch {
 
 /// The convolution of the examples of one part: x [E, C_in, H, W] into y [E, C_out, H', W'].
 fn part(x: &[f32], y: &mut [f32], u: &[f32], g: &Geometry, s: &mut Scratch) {
-    let [ho, wo] = g.output;
     let c_in = g.input[1];
     let (columns, lane_v) = transform_inputs(x, g, s);
     let lane_m = g.c_out * columns + SKEW;
@@ -195,13 +194,24 @@ fn part(x: &[f32], y: &mut [f32], u: &[f32], g: &Geometry, s: &mut Scratch) {
         let [lhs, rhs] = [Strided::row_major(lhs, c_in), Strided::row_major(rhs, columns)];
         gemm_into(dst, [g.c_out, c_in, columns], lhs, rhs, 1.0, false);
     }
-    vectorised(|| {
-        for (e, example) in y.chunks_exact_mut(g.c_out * ho * wo).enumerate() {
-            for (o, channel) in example.chunks_exact_mut(ho * wo).enumerate() {
-                output_tiles(m, o * columns + e * g.per_example(), lane_m, g, &mut s.planes, channel);
-            }
+    // Each transform's closure is inlined into the function `vectorised` dispatches to, so that
+    // its loops compile for that vector width (an ordinary closure this long stays a function of
+    // its own, compiled for the baseline's 4 lanes).
+    vectorised(
+        #[inline(always)]
+        || outputs(y, m, [columns, lane_m], g, &mut s.planes),
+    );
+}
+
+/// [`output_tiles`] of every channel of the examples y [E, C_out, H', W'] of a part.
+#[inline(always)]
+fn outputs(y: &mut [f32], m: &[f32], [columns, lane]: [usize; 2], g: &Geometry, planes: &mut Planes) {
+    let [ho, wo] = g.output;
+    for (e, example) in y.chunks_exact_mut(g.c_out * ho * wo).enumerate() {
+        for (o, channel) in example.chunks_exact_mut(ho * wo).enumerate() {
+            output_tiles(m, o * columns + e * g.per_example(), lane, g, planes, channel);
         }
-    });
+    }
 }
 
 /// V [16, C_in, columns] of the examples x [E, C_in, H, W] into the scratch's `v`: (the
@@ -213,14 +223,22 @@ fn transform_inputs(x: &[f32], g: &Geometry, s: &mut Scratch) -> (usize, usize) 
     let columns = x.len() / (c_in * h * w) * g.per_example();
     let lane = c_in * columns + SKEW;
     let v = &mut s.v.values_mut()[..TILE * lane];
-    vectorised(|| {
-        for (e, example) in x.chunks_exact(c_in * h * w).enumerate() {
-            for (c, channel) in example.chunks_exact(h * w).enumerate() {
-                input_tiles(channel, g, &mut s.planes, v, c * columns + e * g.per_example(), lane);
-            }
-        }
-    });
+    vectorised(
+        #[inline(always)]
+        || inputs(x, v, [columns, lane], g, &mut s.planes),
+    );
     (columns, lane)
+}
+
+/// [`input_tiles`] of every channel of the examples x [E, C_in, H, W] of a part.
+#[inline(always)]
+fn inputs(x: &[f32], v: &mut [f32], [columns, lane]: [usize; 2], g: &Geometry, planes: &mut Planes) {
+    let [_, c_in, h, w] = g.input;
+    for (e, example) in x.chunks_exact(c_in * h * w).enumerate() {
+        for (c, channel) in example.chunks_exact(h * w).enumerate() {
+            input_tiles(channel, g, planes, v, c * columns + e * g.per_example(), lane);
+        }
+    }
 }
 
 /// The weight gradient Σ_b s_b G_b ⋆ x_b of the correlation of x [B, C_in, H, W] (`input`)
@@ -267,23 +285,39 @@ pub(crate) fn weight_grad(
 /// factors `scales` s [E] (one each when None): 16 GEMMs of [C_out, columns] by [columns, C_in]
 /// into `du` [16, C_out, C_in].
 fn transformed_product(x: &[f32], grad: &[f32], scales: Option<&[f32]>, g: &Geometry, s: &mut Scratch, du: &mut [f32]) {
-    let ([_, c_in, _, _], c_out, [ho, wo]) = (g.input, g.c_out, g.output);
+    let ([_, c_in, _, _], c_out) = (g.input, g.c_out);
     let (columns, lane_v) = transform_inputs(x, g, s);
     let lane_z = c_out * columns + SKEW;
     let z = &mut s.m.values_mut()[..TILE * lane_z];
-    vectorised(|| {
-        for (e, example) in grad.chunks_exact(c_out * ho * wo).enumerate() {
-            let scale = scales.map_or(1.0, |s| s[e]);
-            for (o, channel) in example.chunks_exact(ho * wo).enumerate() {
-                gradient_tiles(channel, scale, g, &mut s.planes, z, o * columns + e * g.per_example(), lane_z);
-            }
-        }
-    });
+    vectorised(
+        #[inline(always)]
+        || gradients(grad, scales, z, [columns, lane_z], g, &mut s.planes),
+    );
     let v = s.v.values();
     for xi in 0..TILE {
         let lhs = Strided::row_major(&z[xi * lane_z..][..c_out * columns], columns);
         let rhs = Strided::transposed(&v[xi * lane_v..][..c_in * columns], columns);
         gemm_into(&mut du[xi * c_out * c_in..][..c_out * c_in], [c_out, columns, c_in], lhs, rhs, 1.0, true);
+    }
+}
+
+/// [`gradient_tiles`] of every channel of the output gradients [E, C_out, H', W'] of a part,
+/// each example's times its factor (one where None).
+#[inline(always)]
+fn gradients(
+    grad: &[f32],
+    scales: Option<&[f32]>,
+    z: &mut [f32],
+    [columns, lane]: [usize; 2],
+    g: &Geometry,
+    planes: &mut Planes,
+) {
+    let [ho, wo] = g.output;
+    for (e, example) in grad.chunks_exact(g.c_out * ho * wo).enumerate() {
+        let scale = scales.map_or(1.0, |s| s[e]);
+        for (o, channel) in example.chunks_exact(ho * wo).enumerate() {
+            gradient_tiles(channel, scale, g, planes, z, o * columns + e * g.per_example(), lane);
+        }
     }
 }
 
@@ -363,13 +397,13 @@ fn input_tiles(channel: &[f32], g: &Geometry, s: &mut Planes, v: &mut [f32], off
             0 => (&mut phases.0[at + left / 2..], &mut phases.1[at + left / 2..]),
             _ => (&mut phases.1[at + left / 2..], &mut phases.0[at + left.div_ceil(2)..]),
         };
-        let pairs = row.chunks_exact(2);
-        if let [last] = pairs.remainder() {
-            first[w / 2] = *last;
+        // The pairs read as arrays, so that the loop vectorises (shuffles).
+        let (pairs, last) = row.as_chunks::<2>();
+        for ((&[x, y], a), b) in pairs.iter().zip(first.iter_mut()).zip(second.iter_mut()) {
+            (*a, *b) = (x, y);
         }
-        for ((pair, x), y) in pairs.zip(first.iter_mut()).zip(second.iter_mut()) {
-            *x = pair[0];
-            *y = pair[1];
+        if let [last] = last {
+            first[pairs.len()] = *last;
         }
     }
     // d B along the columns, per row phase r: W_r0 = P_r0 - P_r0', W_r1 = P_r1 + P_r0',
@@ -378,10 +412,12 @@ fn input_tiles(channel: &[f32], g: &Geometry, s: &mut Planes, v: &mut [f32], off
     for r in 0..2 {
         let (p0, p1) = (phase(2 * r), phase(2 * r + 1));
         let (p0, p0_next, p1, p1_next) = (&p0[..len - 1], &p0[1..], &p1[..len - 1], &p1[1..]);
-        for (q, (x, y, sign)) in
-            [(p0, p0_next, -1.0), (p1, p0_next, 1.0), (p0_next, p1, -1.0), (p1, p1_next, -1.0)].into_iter().enumerate()
+        for (q, (x, y, subtract)) in
+            [(p0, p0_next, true), (p1, p0_next, false), (p0_next, p1, true), (p1, p1_next, true)]
+                .into_iter()
+                .enumerate()
         {
-            combine(&mut s.sums[(4 * r + q) * len..][..len - 1], [x, y, y], [sign, 0.0]);
+            pair(&mut s.sums[(4 * r + q) * len..][..len - 1], x, y, subtract);
         }
     }
     // B^T along the rows: V_0q = W_0q - W_0q'', V_1q = W_1q + W_0q'', V_2q = W_0q'' - W_1q,
@@ -389,10 +425,12 @@ fn input_tiles(channel: &[f32], g: &Geometry, s: &mut Planes, v: &mut [f32], off
     for q in 0..4 {
         let (w0, w1) = (&s.sums[q * len..][..len], &s.sums[(4 + q) * len..][..len]);
         let (w0, w0_next, w1, w1_next) = (&w0[..n], &w0[width..][..n], &w1[..n], &w1[width..][..n]);
-        for (a, (x, y, sign)) in
-            [(w0, w0_next, -1.0), (w1, w0_next, 1.0), (w0_next, w1, -1.0), (w1, w1_next, -1.0)].into_iter().enumerate()
+        for (a, (x, y, subtract)) in
+            [(w0, w0_next, true), (w1, w0_next, false), (w0_next, w1, true), (w1, w1_next, true)]
+                .into_iter()
+                .enumerate()
         {
-            combine(&mut v[offset + (a * 4 + q) * stride..][..n], [x, y, y], [sign, 0.0]);
+            pair(&mut v[offset + (a * 4 + q) * stride..][..n], x, y, subtract);
         }
     }
 }
@@ -408,33 +446,52 @@ fn output_tiles(m: &[f32], offset: usize, stride: usize, g: &Geometry, s: &mut P
     let (sums, phases) = (&mut s.sums[..8 * n], &mut s.phases[..4 * n]);
     for q in 0..4 {
         let (m0, m1, m2, m3) = (at(q), at(4 + q), at(8 + q), at(12 + q));
-        combine(&mut sums[q * n..][..n], [m1, m0, m2], [1.0, 1.0]);
-        combine(&mut sums[(4 + q) * n..][..n], [m1, m2, m3], [-1.0, -1.0]);
+        triple(&mut sums[q * n..][..n], [m1, m0, m2], false);
+        triple(&mut sums[(4 + q) * n..][..n], [m1, m2, m3], true);
     }
     for r in 0..2 {
         let sum = |q: usize| &sums[(4 * r + q) * n..][..n];
-        combine(&mut phases[2 * r * n..][..n], [sum(1), sum(0), sum(2)], [1.0, 1.0]);
-        combine(&mut phases[(2 * r + 1) * n..][..n], [sum(1), sum(2), sum(3)], [-1.0, -1.0]);
+        triple(&mut phases[2 * r * n..][..n], [sum(1), sum(0), sum(2)], false);
+        triple(&mut phases[(2 * r + 1) * n..][..n], [sum(1), sum(2), sum(3)], true);
     }
     for (row, dst) in channel.chunks_exact_mut(wo).enumerate().take(ho) {
         let at = (row % 2) * 2 * n + row / 2 * width;
         let (even, odd) = (&phases[at..][..width], &phases[at + n..][..width]);
-        let mut pairs = dst.chunks_exact_mut(2);
-        for ((pair, &x), &y) in (&mut pairs).zip(even).zip(odd) {
-            pair[0] = x;
-            pair[1] = y;
-        }
-        if let [last] = pairs.into_remainder() {
-            *last = even[wo / 2];
-        }
+        interleave(dst, even, odd);
     }
 }
 
-/// dst = x + s_y y + s_z z elementwise, the signs 1, -1 or 0 (exact), over equal lengths.
+/// dst[2j] = even[j], dst[2j + 1] = odd[j] over dst's length (even holds ceil(len / 2) values
+/// or more, odd floor(len / 2)), the pairs written as arrays, so that the loop vectorises
+/// (shuffles).
 #[inline(always)]
-fn combine(dst: &mut [f32], [x, y, z]: [&[f32]; 3], [s_y, s_z]: [f32; 2]) {
-    for (((d, &x), &y), &z) in dst.iter_mut().zip(x).zip(y).zip(z) {
-        *d = x + s_y * y + s_z * z;
+fn interleave(dst: &mut [f32], even: &[f32], odd: &[f32]) {
+    let (pairs, last) = dst.as_chunks_mut::<2>();
+    for ((pair, &x), &y) in pairs.iter_mut().zip(even).zip(odd) {
+        *pair = [x, y];
+    }
+    if let [last] = last {
+        *last = even[pairs.len()];
+    }
+}
+
+/// dst = x + y (or x - y, `subtract`) elementwise over equal lengths.
+#[inline(always)]
+fn pair(dst: &mut [f32], x: &[f32], y: &[f32], subtract: bool) {
+    let terms = dst.iter_mut().zip(x).zip(y);
+    match subtract {
+        false => terms.for_each(|((d, &x), &y)| *d = x + y),
+        true => terms.for_each(|((d, &x), &y)| *d = x - y),
+    }
+}
+
+/// dst = x + y + z (or x - y - z, `subtract`) elementwise over equal lengths.
+#[inline(always)]
+fn triple(dst: &mut [f32], [x, y, z]: [&[f32]; 3], subtract: bool) {
+    let terms = dst.iter_mut().zip(x).zip(y).zip(z);
+    match subtract {
+        false => terms.for_each(|(((d, &x), &y), &z)| *d = x + y + z),
+        true => terms.for_each(|(((d, &x), &y), &z)| *d = x - y - z),
     }
 }
 
