@@ -523,17 +523,20 @@ mod tests {
         (0..n).map(|i| ((i * 37 + seed) % 23) as f32 / 7.0 - 1.5).collect()
     }
 
-    /// Ragged shapes: odd sizes (a last tile half outside), one row, each padding, one channel.
+    /// Ragged shapes ([B, C_in, H, W], C_out, padding): odd sizes (a last tile half outside), one
+    /// row, each padding, one channel, and examples enough for several parts and sums.
+    const SHAPES: [([usize; 4], usize, [usize; 2]); 6] = [
+        ([3, 5, 7, 9], 4, [1, 1]),
+        ([19, 17, 8, 8], 16, [1, 1]),
+        ([5, 3, 6, 5], 2, [0, 0]),
+        ([1, 1, 3, 3], 1, [0, 2]),
+        ([4, 2, 1, 6], 3, [1, 0]),
+        ([2, 4, 4, 3], 5, [2, 2]),
+    ];
+
     #[test]
     fn the_tiles_equal_the_correlation_by_its_definition() {
-        for (input, c_out, padding) in [
-            ([3, 5, 7, 9], 4, [1, 1]),
-            ([2, 17, 8, 8], 16, [1, 1]),
-            ([5, 3, 6, 5], 2, [0, 0]),
-            ([1, 1, 3, 3], 1, [0, 2]),
-            ([4, 2, 1, 6], 3, [1, 0]),
-            ([2, 4, 4, 3], 5, [2, 2]),
-        ] {
+        for (input, c_out, padding) in SHAPES {
             let [b, c_in, h, w] = input;
             let x = values(b * c_in * h * w, 5);
             let weight = values(c_out * c_in * 9, 11);
@@ -572,17 +575,10 @@ mod tests {
         dw
     }
 
-    /// The weight gradient, each example scaled, on the shapes of the correlation's test.
+    /// The weight gradient, each example scaled.
     #[test]
     fn the_weight_gradient_equals_its_definition() {
-        for (input, c_out, padding) in [
-            ([3, 5, 7, 9], 4, [1, 1]),
-            ([19, 17, 8, 8], 16, [1, 1]),
-            ([5, 3, 6, 5], 2, [0, 0]),
-            ([1, 1, 3, 3], 1, [0, 2]),
-            ([4, 2, 1, 6], 3, [1, 0]),
-            ([2, 4, 4, 3], 5, [2, 2]),
-        ] {
+        for (input, c_out, padding) in SHAPES {
             let [b, c_in, h, w] = input;
             let [ho, wo] = [h + 2 * padding[0] - 2, w + 2 * padding[1] - 2];
             let x = values(b * c_in * h * w, 5);
