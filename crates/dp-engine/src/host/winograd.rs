@@ -4,11 +4,11 @@
 //! of [C_out, C_in] by [C_in, tiles], 16 multiply-adds per tile and channel pair where the
 //! unfolded GEMM takes 36 (2.25 times fewer). The transforms are additions only (G's halves
 //! are exact in binary), O((C_in + C_out) P) against the GEMMs' O(C_in C_out P): it pays where
-//! both channel counts are large ([`pays`]). The examples are taken a few at a time, as many as
-//! keep the transformed tiles of both sides within the second-level cache, each part on one
-//! thread and written to its own examples' outputs (the result does not depend on the threads).
-//! The same routine is the convolution's input gradient: the output gradient correlated with
-//! the weight flipped and transposed, padded by 2 - p.
+//! both channel counts are large ([`pays`]). The examples are taken a few at a time
+//! ([`examples_per_part`]), each part on one thread and written to its own examples' outputs (the
+//! result does not depend on the threads). The same routine is the convolution's input gradient:
+//! the output gradient correlated with the weight flipped and transposed, padded by 2 - p; the
+//! summed weight gradient ([`weight_grad`]) is the adjoint of the transform, in fixed parts.
 
 use super::buffers::Reused;
 use super::gemm::{Strided, gemm_into, sum_over_examples};
@@ -19,11 +19,6 @@ use rayon::prelude::*;
 
 /// Values of a transformed tile (4x4).
 const TILE: usize = 16;
-
-/// Floats (one 64-byte line) between the end of one of a part's 16 matrices and the start of
-/// the next: matrices whose sizes are powers of two would otherwise start in the same cache
-/// sets, and the transforms write or read all 16 at once.
-const SKEW: usize = 16;
 
 /// Whether a convolution of `patches` from x [B, C_in, H, W] (none empty) to `c_out` channels
 /// goes by F(2x2, 3x3): a 3x3 kernel at stride 1, undilated, padded by at most 2 (so that its
@@ -175,8 +170,8 @@ impl Scratch {
     fn new(g: &Geometry, examples: usize) -> Self {
         let columns = examples * g.per_example();
         Self {
-            v: Reused::take(TILE * (g.input[1] * columns + SKEW)),
-            m: Reused::take(TILE * (g.c_out * columns + SKEW)),
+            v: Reused::take(TILE * (g.input[1] * columns)),
+            m: Reused::take(TILE * (g.c_out * columns)),
             planes: Planes { phases: vec![0.0; 4 * g.phase()], sums: vec![0.0; 8 * g.phase()] },
         }
     }
@@ -186,7 +181,7 @@ impl Scratch {
 fn part(x: &[f32], y: &mut [f32], u: &[f32], g: &Geometry, s: &mut Scratch) {
     let c_in = g.input[1];
     let (columns, lane_v) = transform_inputs(x, g, s);
-    let lane_m = g.c_out * columns + SKEW;
+    let lane_m = g.c_out * columns;
     let (v, m) = (s.v.values(), &mut s.m.values_mut()[..TILE * lane_m]);
     for xi in 0..TILE {
         let (lhs, rhs) = (&u[xi * g.c_out * c_in..][..g.c_out * c_in], &v[xi * lane_v..][..c_in * columns]);
@@ -215,13 +210,11 @@ fn outputs(y: &mut [f32], m: &[f32], [columns, lane]: [usize; 2], g: &Geometry, 
 }
 
 /// V [16, C_in, columns] of the examples x [E, C_in, H, W] into the scratch's `v`: (the
-/// columns, the distance between two of the 16 matrices), each matrix starting [`SKEW`] floats
-/// after a multiple of its size, so that the transforms' 16 streams do not fall into the same
-/// cache sets.
+/// columns, the distance between two of the 16 matrices).
 fn transform_inputs(x: &[f32], g: &Geometry, s: &mut Scratch) -> (usize, usize) {
     let [_, c_in, h, w] = g.input;
     let columns = x.len() / (c_in * h * w) * g.per_example();
-    let lane = c_in * columns + SKEW;
+    let lane = c_in * columns;
     let v = &mut s.v.values_mut()[..TILE * lane];
     vectorised(
         #[inline(always)]
@@ -287,7 +280,7 @@ pub(crate) fn weight_grad(
 fn transformed_product(x: &[f32], grad: &[f32], scales: Option<&[f32]>, g: &Geometry, s: &mut Scratch, du: &mut [f32]) {
     let ([_, c_in, _, _], c_out) = (g.input, g.c_out);
     let (columns, lane_v) = transform_inputs(x, g, s);
-    let lane_z = c_out * columns + SKEW;
+    let lane_z = c_out * columns;
     let z = &mut s.m.values_mut()[..TILE * lane_z];
     vectorised(
         #[inline(always)]
