@@ -290,13 +290,13 @@ fn host_factors(factors: Option<&Tensor<1>>, b: usize) -> Option<Option<FlexTens
 pub(crate) fn summed_products(ops: &Operands, scales: Option<&[f32]>) -> Vec<f32> {
     let [b, n, k, p] = ops.dims;
     if let HostInput::Patches(x, [c, h, w], patches) = ops.a
-        && winograd::sums_by_transform(&patches, [b, c, h, w], n)
+        && winograd::applies(&patches, [b, c, h, w], n)
     {
         // [N, K] by Winograd's transform, transposed.
         let sum = winograd::weight_grad(x, [b, c, h, w], ops.g, n, patches.padding, scales);
         return (0..k * n).map(|i| sum[i % n * k + i / n]).collect();
     }
-    sum_over_examples(b, k * n, |acc, examples| {
+    sum_over_examples(b, 1, k * n, |acc, examples| {
         let mut patches = ops.scratch();
         for e in examples {
             let (a, g_t) = ops.example(e, &mut patches);
@@ -320,7 +320,7 @@ impl HostGradients {
         let [b, k, n] = self.dims;
         let scales = host_factors(factors, b)?;
         let scales = scales.as_ref().map(|s| s.storage::<f32>());
-        let sum = sum_over_examples(b, k * n, |acc, examples| {
+        let sum = sum_over_examples(b, 1, k * n, |acc, examples| {
             for e in examples {
                 let s = scales.map_or(1.0, |s| s[e]);
                 let values = &self.values.values()[e * k * n..][..k * n];

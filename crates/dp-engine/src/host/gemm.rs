@@ -93,15 +93,18 @@ pub(crate) fn gemm_into(
 }
 
 /// The sum over examples 0..`examples` of what `add` accumulates into a zeroed buffer of `len`:
-/// each of [`PARTS`] fixed ranges of examples summed in parallel, the partial sums then added in
-/// order. The result has the same bits whatever the threads do, so a resumed run repeats the
-/// uninterrupted one (a work-stealing reduction adds in whatever order the threads finish).
+/// fixed ranges of examples (at most [`PARTS`], each of `fewest` examples or more) summed in
+/// parallel, the partial sums then added in order. The result has the same bits whatever the
+/// threads do, so a resumed run repeats the uninterrupted one (a work-stealing reduction adds in
+/// whatever order the threads finish). Each part zeroes, writes and hands back a buffer of
+/// `len`: `fewest` keeps that traffic small against the part's work where `len` is large.
 pub(crate) fn sum_over_examples(
     examples: usize,
+    fewest: usize,
     len: usize,
     add: impl Fn(&mut [f32], Range<usize>) + Sync,
 ) -> Vec<f32> {
-    let part = examples.div_ceil(PARTS).max(1);
+    let part = examples.div_ceil(PARTS).max(fewest).max(1);
     let partials: Vec<Vec<f32>> = (0..examples.div_ceil(part))
         .into_par_iter()
         .map(|i| {
@@ -147,20 +150,20 @@ mod tests {
     #[test]
     fn a_sum_over_examples_visits_each_once_and_repeats_its_bits() {
         let value = |e: usize| 1.0 / (e as f32 + 3.0);
-        let sum = |n| {
-            sum_over_examples(n, 2, |acc, examples| {
+        let sum = |n, fewest| {
+            sum_over_examples(n, fewest, 2, |acc, examples| {
                 for e in examples {
                     acc[0] += value(e);
                     acc[1] += 1.0;
                 }
             })
         };
-        for n in [0, 1, 15, 16, 17, 1000] {
-            let got = sum(n);
+        for (n, fewest) in [0, 1, 15, 16, 17, 1000].into_iter().flat_map(|n| [(n, 0), (n, 1), (n, 7), (n, 2000)]) {
+            let got = sum(n, fewest);
             assert_eq!(got[1], n as f32, "{n} examples each visited once");
             let want: f64 = (0..n).map(|e| f64::from(value(e))).sum();
             assert!((f64::from(got[0]) - want).abs() <= 1e-5 * (1.0 + want), "{n}: {} vs {want}", got[0]);
-            assert!((0..20).all(|_| sum(n)[0].to_bits() == got[0].to_bits()), "{n}: the same bits every time");
+            assert!((0..20).all(|_| sum(n, fewest)[0].to_bits() == got[0].to_bits()), "{n}: the same bits every time");
         }
     }
 

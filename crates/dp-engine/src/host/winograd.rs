@@ -29,17 +29,6 @@ pub(crate) fn applies(patches: &Patches, [b, c_in, h, w]: [usize; 4], c_out: usi
     shape && patches.padding.iter().all(|&p| p <= 2) && b * h * w > 0 && pays(c_in, c_out)
 }
 
-/// Whether the weight gradient of such a convolution ([`applies`]) goes by [`weight_grad`]:
-/// where the 16 [C_out, C_in] sums of a part fit in the second-level cache (256 KiB where the
-/// system does not say), which every chunk of examples reads and writes. Beyond, as for
-/// WRN-16-4's 256 channels (4 MiB of sums), the transformed sum lost to the unfolded GEMM on the
-/// AMD EPYC VM (36 ms against 32 for a lot of 64; docs/BENCHMARKS.md, issue 53).
-pub(crate) fn sums_by_transform(patches: &Patches, input: [usize; 4], c_out: usize) -> bool {
-    let cache = second_level_cache().unwrap_or(256 << 10);
-    let bytes = (TILE * input[1] * c_out * size_of::<f32>()) as u64;
-    applies(patches, input, c_out) && bytes <= cache
-}
-
 /// Whether F(2x2, 3x3) pays for `c_in` to `c_out` channels: its GEMMs save 20 multiply-adds
 /// per tile and channel pair (36 - 16), its transforms cost a few dozen additions per tile and
 /// channel on either side, so it wins once both counts reach a few dozen. Measured on the AMD
@@ -256,7 +245,7 @@ pub(crate) fn weight_grad(
         "Winograd operand sizes"
     );
     let examples = examples_per_part(&g);
-    let du = sum_over_examples(b, TILE * c_out * c_in, |acc, range| {
+    let du = sum_over_examples(b, SUM_COLUMNS.div_ceil(g.per_example()), TILE * c_out * c_in, |acc, range| {
         let mut s = Scratch::new(&g, examples);
         for start in range.clone().step_by(examples) {
             let chunk = start..(start + examples).min(range.end);
@@ -313,6 +302,14 @@ fn gradients(
         }
     }
 }
+
+/// The fewest GEMM columns (tiles) of each of [`weight_grad`]'s parts, whose 16 [C_out, C_in]
+/// sums are zeroed, accumulated and added once per part: where the tiles are few (8x8 inputs)
+/// and the channels many, more parts cost more in those sums than they share in work. Measured
+/// on the AMD EPYC VM (docs/BENCHMARKS.md, issue 53; min of 18, ms): WRN-16-4's 256 to 256
+/// channels at 8x8, lot 64, 27.1 against 32.9 with a part per 4 examples (34.4 for the
+/// unfolded GEMM); 128 to 128 at 8x8, lot 128, 12.7 against 14.0; 1024 columns no better.
+const SUM_COLUMNS: usize = 512;
 
 /// The 3x3 kernel G^T X G of channel pair `pair` (o C_in + i) of dU [16, pairs], row-major.
 fn kernel_of(du: &[f32], pairs: usize, pair: usize) -> [f32; 9] {
@@ -517,10 +514,12 @@ mod tests {
     }
 
     /// Ragged shapes ([B, C_in, H, W], C_out, padding): odd sizes (a last tile half outside), one
-    /// row, each padding, one channel, and examples enough for several parts and sums.
-    const SHAPES: [([usize; 4], usize, [usize; 2]); 6] = [
+    /// row, each padding, one channel, examples enough for several parts of a convolution and
+    /// several chunks of a sum, and tiles enough for several sums.
+    const SHAPES: [([usize; 4], usize, [usize; 2]); 7] = [
         ([3, 5, 7, 9], 4, [1, 1]),
         ([19, 17, 8, 8], 16, [1, 1]),
+        ([40, 2, 30, 29], 3, [1, 1]),
         ([5, 3, 6, 5], 2, [0, 0]),
         ([1, 1, 3, 3], 1, [0, 2]),
         ([4, 2, 1, 6], 3, [1, 0]),
