@@ -3,7 +3,8 @@
 //! DP-SGD, the optimized mechanism (sound and as in the paper) and DP-LSSGD, every one through
 //! the same `LotStep` the trainer runs, on the same model, lot and device, interleaved in one
 //! run after warm-up so all see the same machine state. On a CubeCL device (wgpu) it also counts
-//! the device kernels each mechanism's step launches.
+//! the device kernels each mechanism's step launches. It names the kernel that ran each pass of
+//! each layer (the engine's `KernelLog`), so that a figure says what it measured.
 
 use crate::scattered::feature_shape;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
@@ -14,7 +15,7 @@ use dp_data::{ChaChaState, ImageDataset, LotSampler, Normalization, Sampling};
 use dp_engine::backend::{DeviceError, SelectedDevice};
 use dp_engine::error::{EngineError, Result};
 use dp_engine::grad_sample::params::ParamTable;
-use dp_engine::host::{Phase, PhaseClock};
+use dp_engine::host::{Kernel, KernelLog, KernelUse, Pass, Phase, PhaseClock};
 use dp_engine::lots::Batching;
 use dp_engine::lots::CrossEntropyLots;
 use dp_engine::optim::{OptimizerName, optimizer};
@@ -122,6 +123,37 @@ pub struct BenchResult {
     pub launches_per_lot: Vec<(MechanismName, usize)>,
     /// (mechanism, median ms per lot of each phase of `Phase::ALL`) when the phases were timed.
     pub phases_ms: Vec<(MechanismName, [f64; Phase::ALL.len()])>,
+    /// The kernels that ran each layer's passes, layer by layer in the order first run.
+    pub kernels: Vec<LayerKernels>,
+}
+
+/// The kernels that ran the passes of one layer (of the layers of its shapes).
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerKernels {
+    /// The layer, as the engine's kernel log names it.
+    pub layer: String,
+    /// (pass, the kernels that ran it: one unless layers of the same shapes chose differently).
+    pub passes: Vec<(Pass, Vec<Kernel>)>,
+}
+
+/// The kernel log's uses grouped by layer, layers and passes in the order first run.
+fn by_layer(uses: Vec<KernelUse>) -> Vec<LayerKernels> {
+    let mut layers: Vec<LayerKernels> = Vec::new();
+    for KernelUse { layer, pass, kernel } in uses {
+        let at = match layers.iter().position(|l| l.layer == layer) {
+            Some(at) => at,
+            None => {
+                layers.push(LayerKernels { layer, passes: Vec::new() });
+                layers.len() - 1
+            }
+        };
+        let passes = &mut layers[at].passes;
+        match passes.iter_mut().find(|(p, _)| *p == pass) {
+            Some((_, kernels)) => kernels.push(kernel),
+            None => passes.push((pass, vec![kernel])),
+        }
+    }
+    layers
 }
 
 impl BenchResult {
@@ -223,6 +255,8 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
     let mut phase_times = vec![Vec::new(); k];
     let mut launches = vec![0; k];
     let clock = phase_clock(config, dev)?;
+    // A log already running on this thread (a caller's) collects the notes instead.
+    let log = KernelLog::start();
     for round in 0..config.warmup + config.iterations {
         // Rotate which mechanism goes first so that none always follows the same one.
         for i in (0..k).map(|j| (round + j) % k) {
@@ -256,5 +290,6 @@ pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn F
             true => named.zip(phase_times.into_iter().map(phase_medians)).collect(),
             false => Vec::new(),
         },
+        kernels: log.map(|log| by_layer(log.uses())).unwrap_or_default(),
     })
 }

@@ -297,6 +297,33 @@ fn bench_json_has_the_contract_keys() {
     }
 }
 
+/// The JSON names the kernel that ran each pass of each layer (issue 53): on the CPU the
+/// first convolution multiplies its unfolded patches, the 3x3 stride-1 ones between 16 channels
+/// or more go by Winograd's transform in all three passes, and the DP step's norms and sums
+/// are named for every layer.
+#[test]
+fn bench_json_names_the_kernel_of_each_pass_of_each_layer() {
+    let args = ["bench", "--model", "cifar10-cnn", "--dataset", "cifar10", "--activation", "relu"];
+    let sizes = ["--lot-size", "2", "--device", "cpu", "--mechanisms", "none,gaussian", "--iterations", "1"];
+    let out = dptrain(&[&args[..], &sizes[..], &["--warmup", "0", "--json"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let layers = v["workloads"][0]["kernels"].as_array().unwrap();
+    let layer = |name: &str| layers.iter().find(|l| l["layer"] == name).unwrap_or_else(|| panic!("{name}: {layers:?}"));
+    let first = layer("conv 3x3 [2, 3, 32, 32] -> 32, stride 1, padding 1");
+    assert_eq!(first["forward"], serde_json::json!(["im2col-tensor"]), "{first}");
+    let wide = layer("conv 3x3 [2, 64, 16, 16] -> 64, stride 1, padding 1");
+    for pass in ["forward", "input-gradient", "weight-gradient"] {
+        assert_eq!(wide[pass], serde_json::json!(["winograd-f2x2-3x3"]), "{pass}: {wide}");
+    }
+    let last = layer("linear [2, 128] -> 10");
+    assert_eq!(last["norms"], serde_json::json!(["rank-one"]), "{last}");
+    assert_eq!(layers.len(), 9, "six convolutions and three linear layers: {layers:?}");
+    for l in layers {
+        assert!(l["norms"].is_array() && l["clipped-sum"].is_array(), "every DP layer's norms and sum: {l}");
+    }
+}
+
 #[test]
 fn laplacian_smoothing_is_post_processing_and_s_zero_is_dp_sgd() {
     let (tmp, data) = temp_with_dataset(300);

@@ -70,7 +70,8 @@ pub struct BenchArgs {
     mechanisms: Option<String>,
 
     /// Also time each phase of the steps (forward, backward, norms, clip factors, clipped sums,
-    /// noise, update), the device synchronised at every boundary: where a mechanism's time goes.
+    /// noise, update), the device synchronised at every boundary: where a mechanism's time goes;
+    /// and list the kernel that ran each pass of each layer (always in --json).
     #[arg(long)]
     phases: bool,
 
@@ -210,6 +211,14 @@ fn json_rows(rows: &[(&Workload, BenchResult)]) -> Vec<serde_json::Value> {
                     let phases: serde_json::Map<_, _> = Phase::ALL.iter().zip(ms).map(|(p, t)| (p.name().to_string(), json!(t))).collect();
                     (name(*m), json!(phases))
                 }).collect::<serde_json::Map<_, _>>(),
+                "kernels": r.kernels.iter().map(|l| {
+                    let mut row = serde_json::Map::new();
+                    row.insert("layer".into(), json!(l.layer));
+                    for (pass, kernels) in &l.passes {
+                        row.insert(pass.name().into(), json!(kernels));
+                    }
+                    row
+                }).collect::<Vec<_>>(),
             })
         })
         .collect()
@@ -254,6 +263,18 @@ fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], 
         for (p, phase) in Phase::ALL.iter().enumerate() {
             let cells: Vec<String> = r.phases_ms.iter().map(|(_, ms)| format!("{:>12.2}", ms[p])).collect();
             println!("  {:<14}{}", phase.name(), cells.join(""));
+        }
+        println!("{}: the kernel of each pass of each layer", w.name);
+        for l in &r.kernels {
+            let passes: Vec<String> = l
+                .passes
+                .iter()
+                .map(|(pass, kernels)| {
+                    let names: Vec<&str> = kernels.iter().map(|k| k.name()).collect();
+                    format!("{} {}", pass.name(), names.join("+"))
+                })
+                .collect();
+            println!("  {}: {}", l.layer, passes.join(", "));
         }
     }
     if launches {

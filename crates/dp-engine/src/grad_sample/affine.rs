@@ -40,6 +40,7 @@ use super::norm_method::{CANCELLATION_MARGIN, NormMethod};
 use super::standardization::Standardization;
 use super::{ParamGrad, PerExampleGrads, merge_views, scale_examples, sum_per_example, weighted_sum_examples};
 use crate::error::Result;
+use crate::host::kernel_log::{Kernel, Layer, Pass, note};
 use burn::module::ParamId;
 use burn::tensor::Tensor;
 
@@ -67,6 +68,8 @@ pub struct AffineGrads {
     materialized: Option<Materialized>,
     /// A weight-standardised layer's standardisation.
     standardization: Option<Standardization>,
+    /// The layer the kernel log names (by default A's shape: [`LayerInput::layer`]).
+    layer: Layer,
 }
 
 /// Materialised per-example weight gradients, where they were computed.
@@ -135,7 +138,13 @@ impl AffineGrads {
     ) -> Self {
         let input = input.into();
         let method = method_for(&input, &grad, false);
-        Self { input, grad, weight, layout, bias, method, materialized: None, standardization: None }
+        let layer = input.layer(grad.dims()[1]);
+        Self { input, grad, weight, layout, bias, method, materialized: None, standardization: None, layer }
+    }
+
+    /// The same, named `layer` in the kernel log (a convolution whose patches were given).
+    pub(crate) fn named(self, layer: Layer) -> Self {
+        Self { layer, ..self }
     }
 
     /// The same layer computing with the standardised weight `w_hat` [N, K] (rows divided by
@@ -179,6 +188,7 @@ impl AffineGrads {
             Some(sum) if self.layout == WeightLayout::InputMajor => sum.transpose(),
             Some(sum) => sum,
             None => {
+                self.note(Pass::ClippedSum, Kernel::Tensor);
                 let g = scale_examples(self.grad.clone(), factors).swap_dims(0, 1).reshape([n, b * p]);
                 let a = self.input.dense().swap_dims(1, 2).reshape([b * p, k]);
                 match self.layout {
@@ -187,6 +197,11 @@ impl AffineGrads {
                 }
             }
         }
+    }
+
+    /// Notes in the kernel log that `kernel` ran this layer's `pass`.
+    fn note(&self, pass: Pass, kernel: Kernel) {
+        note(&self.layer, pass, kernel);
     }
 
     /// A [B, K] and G [B, N] of a rank-one layer.
@@ -203,13 +218,21 @@ impl PerExampleGrads for AffineGrads {
             NormMethod::RankOne => None,
             method => host_products::sq_norms(&self.input, &self.grad, method, self.standardization.as_ref()),
         };
-        let weight = match on_host {
+        let (weight, kernel) = match on_host {
             Some((norms, materialized)) => {
                 self.materialized = materialized.map(Materialized::Host);
-                norms
+                (norms, if self.method == NormMethod::Ghost { Kernel::GhostGemm } else { Kernel::PerExampleGemm })
             }
-            None => self.weight_sq_norms(),
+            None => {
+                let kernel = match self.method {
+                    NormMethod::RankOne => Kernel::RankOne,
+                    NormMethod::Ghost => Kernel::GhostTensor,
+                    NormMethod::Materialize => Kernel::PerExampleTensor,
+                };
+                (self.weight_sq_norms(), kernel)
+            }
         };
+        self.note(Pass::Norms, kernel);
         match self.bias {
             Some(_) => weight + sum_per_example(self.grad.clone().sum_dim(2).square()),
             None => weight,
@@ -221,6 +244,7 @@ impl PerExampleGrads for AffineGrads {
         let n = self.grad.dims()[1];
         let weight = match (self.method, &self.materialized, factors) {
             (NormMethod::RankOne, _, _) => {
+                self.note(Pass::ClippedSum, Kernel::RankOne);
                 let (a, _) = self.rows();
                 let g = scale_examples(self.grad.clone(), factors).reshape([b, n]);
                 match self.layout {
@@ -229,6 +253,7 @@ impl PerExampleGrads for AffineGrads {
                 }
             }
             (NormMethod::Materialize, Some(Materialized::Tensor(per_example)), Some(s)) => {
+                self.note(Pass::ClippedSum, Kernel::KeptPerExample);
                 let sum =
                     weighted_sum_examples(per_example.as_ref().clone().reshape([b, n * k]), Some(s)).reshape([n, k]);
                 match self.layout {
@@ -237,7 +262,11 @@ impl PerExampleGrads for AffineGrads {
                 }
             }
             (_, Some(Materialized::Host(kept)), _) => {
-                self.host_sum_or_tensor(kept.weighted_sum(factors, &self.grad.device()), factors)
+                let sum = kept.weighted_sum(factors, &self.grad.device());
+                if sum.is_some() {
+                    self.note(Pass::ClippedSum, Kernel::KeptPerExample);
+                }
+                self.host_sum_or_tensor(sum, factors)
             }
             _ => self.host_sum_or_tensor(host_products::weighted_sum(&self.input, &self.grad, factors), factors),
         };
@@ -261,11 +290,12 @@ impl PerExampleGrads for AffineGrads {
     /// An example's views are its positions, view after view: the norm method is chosen again
     /// for V * P positions.
     fn group_views(self: Box<Self>, views: usize) -> Result<Box<dyn PerExampleGrads>> {
-        let Self { input, grad, weight, layout, bias, standardization, .. } = *self;
+        let Self { input, grad, weight, layout, bias, standardization, layer, .. } = *self;
         let (input, grad) = (input.merge_views(views), merge_views(grad, views));
         let method = method_for(&input, &grad, standardization.is_some());
         let standardization =
             standardization.map(|st| Standardization { projection: merge_views(st.projection, views), ..st });
-        Ok(Box::new(Self { input, grad, weight, layout, bias, method, materialized: None, standardization }))
+        let materialized = None;
+        Ok(Box::new(Self { input, grad, weight, layout, bias, method, materialized, standardization, layer }))
     }
 }

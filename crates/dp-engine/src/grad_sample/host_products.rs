@@ -19,6 +19,7 @@ use super::standardization::Standardization;
 use crate::host::buffers::Reused;
 use crate::host::flex::on_flex;
 use crate::host::gemm::{Strided, gemm_into, sum_over_examples};
+use crate::host::kernel_log::{Kernel, Layer, Pass, note};
 use crate::host::winograd;
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{Device, Tensor};
@@ -53,6 +54,17 @@ impl<'a> Operands<'a> {
         let [ho, wo] = patches.output_size([h, w]);
         let k = c * patches.kernel[0] * patches.kernel[1];
         Self { a: HostInput::Patches(x, [c, h, w], patches), g, dims: [b, n, k, ho * wo] }
+    }
+
+    /// The layer, as the kernel log names it.
+    fn layer(&self) -> Layer {
+        let [b, n, k, p] = self.dims;
+        match self.a {
+            HostInput::Dense(_) => Layer::Affine { input: [b, k, p], outputs: n },
+            HostInput::Patches(_, [c, h, w], patches) => {
+                Layer::Conv { input: [b, c, h, w], outputs: n, patches, groups: 1 }
+            }
+        }
     }
 
     /// Scratch for one example's A_b where the patches are unfolded (empty where A is given).
@@ -286,16 +298,23 @@ fn host_factors(factors: Option<&Tensor<1>>, b: usize) -> Option<Option<FlexTens
 }
 
 /// Σ_b s_b A_b G_b^T [K, N] (the transposed products) with the `scales` s [B] (one each when
-/// None), accumulated over fixed parts of the examples: the same bits on every run.
-pub(crate) fn summed_products(ops: &Operands, scales: Option<&[f32]>) -> Vec<f32> {
+/// None), accumulated over fixed parts of the examples: the same bits on every run. The kernel
+/// is noted as `pass`'s.
+pub(crate) fn summed_products(ops: &Operands, scales: Option<&[f32]>, pass: Pass) -> Vec<f32> {
     let [b, n, k, p] = ops.dims;
     if let HostInput::Patches(x, [c, h, w], patches) = ops.a
         && winograd::applies(&patches, [b, c, h, w], n)
     {
+        note(&ops.layer(), pass, Kernel::WinogradF2x2_3x3);
         // [N, K] by Winograd's transform, transposed.
         let sum = winograd::weight_grad(x, [b, c, h, w], ops.g, n, patches.padding, scales);
         return (0..k * n).map(|i| sum[i % n * k + i / n]).collect();
     }
+    let kernel = match ops.a {
+        HostInput::Dense(_) => Kernel::Gemm,
+        HostInput::Patches(..) => Kernel::Im2colGemm,
+    };
+    note(&ops.layer(), pass, kernel);
     sum_over_examples(b, 1, k * n, |acc, examples| {
         let mut patches = ops.scratch();
         for e in examples {
@@ -309,7 +328,8 @@ pub(crate) fn summed_products(ops: &Operands, scales: Option<&[f32]>) -> Vec<f32
 pub(crate) fn weighted_sum(input: &LayerInput, grad: &Tensor<3>, factors: Option<&Tensor<1>>) -> Option<Tensor<2>> {
     let scales = host_factors(factors, input.dims()[0])?;
     let scales = scales.as_ref().map(|s| s.storage::<f32>());
-    let (sum, [k, n]) = with_operands(input, grad, |ops| (summed_products(ops, scales), [ops.dims[2], ops.dims[1]]))?;
+    let (sum, [k, n]) =
+        with_operands(input, grad, |ops| (summed_products(ops, scales, Pass::ClippedSum), [ops.dims[2], ops.dims[1]]))?;
     Some(matrix(sum, [k, n], &grad.device()).transpose())
 }
 

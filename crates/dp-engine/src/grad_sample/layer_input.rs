@@ -8,6 +8,7 @@
 
 use super::merge_views;
 use crate::host::flex::is_flex;
+use crate::host::kernel_log::Layer;
 use burn::tensor::Tensor;
 use dp_kernels::{Patches, im2col};
 use std::cell::OnceCell;
@@ -51,6 +52,16 @@ impl LayerInput {
                 let [b, c, h, w] = x.dims();
                 let [ho, wo] = patches.output_size([h, w]);
                 [b, c * patches.kernel[0] * patches.kernel[1], ho * wo]
+            }
+        }
+    }
+
+    /// The layer of `outputs` outputs that reads it, as the kernel log names it.
+    pub(crate) fn layer(&self, outputs: usize) -> Layer {
+        match self {
+            LayerInput::Dense(a) => Layer::Affine { input: a.dims(), outputs },
+            LayerInput::Patches(conv) => {
+                Layer::Conv { input: conv.x.dims(), outputs, patches: conv.patches, groups: 1 }
             }
         }
     }

@@ -9,6 +9,7 @@ use crate::error::EngineError;
 use crate::grad_sample::affine::{AffineGrads, WeightLayout};
 use crate::grad_sample::layer_input::LayerInput;
 use crate::grad_sample::tape::{Finish, observe};
+use crate::host::kernel_log::{Kernel, Layer, Pass, note};
 use crate::ops::conv::conv2d;
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
@@ -185,10 +186,16 @@ impl Conv2d {
         let [ho, wo] = patches.output_size([h, w]);
         let unfold = |x: Tensor<4>| im2col(x.inner(), &patches).unwrap_or_else(|e| panic!("im2col: {e}"));
         // The output before the bias: a standardised layer's norms need it (W^ a per position).
+        let layer = Layer::Conv { input: [b, c_in, h, w], outputs: c_out, patches, groups: 1 };
         let (z, cols) = if x.is_tracked() {
             let options = ConvOptions::new(self.stride, self.padding, self.dilation, 1);
             (conv2d(x.clone(), used.reshape([c_out, c_in, kh, kw]), options), None)
         } else {
+            note(&layer, Pass::Forward, Kernel::Im2colTensor);
+            if used.is_tracked() {
+                // Burn's autodiff of the matmul (a plain step's parameters carry gradients).
+                note(&layer, Pass::WeightGradient, Kernel::Im2colTensor);
+            }
             let cols = unfold(x.clone());
             let z = used.reshape([1, c_out, k]).expand([b, c_out, k]).matmul(cols.clone());
             (z.reshape([b, c_out, ho, wo]), Some(cols))
@@ -209,7 +216,8 @@ impl Conv2d {
             Box::new(move |g: Tensor<2>| {
                 let positions = g.dims()[1] / c_out;
                 let grads =
-                    AffineGrads::new(a, g.reshape([b, c_out, positions]), weight, WeightLayout::OutputMajor, bias);
+                    AffineGrads::new(a, g.reshape([b, c_out, positions]), weight, WeightLayout::OutputMajor, bias)
+                        .named(layer);
                 Box::new(match standardization {
                     Some((w_hat, inv_std)) => {
                         grads.standardized(w_hat, inv_std, projection.inner().reshape([b, c_out, positions]))

@@ -27,6 +27,7 @@ use crate::grad_sample::host_products::{Operands, summed_products};
 use crate::host::buffers::Reused;
 use crate::host::flex::{contiguous_f32, dims};
 use crate::host::gemm::{Strided, gemm_into};
+use crate::host::kernel_log::{Kernel, Layer, Pass, note};
 use crate::host::winograd;
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -34,9 +35,8 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::backend::ops::ModuleOps;
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, Backend, Flex, backend_extension};
+use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Tensor, TensorData};
 use dp_kernels::Patches;
@@ -56,20 +56,59 @@ pub fn conv2d(x: Tensor<4>, weight: Tensor<4>, options: ConvOptions<2>) -> Tenso
 pub trait ConvBackend: Backend {
     /// Burn's convolution of x by `weight`, without bias.
     fn dp_conv2d(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
-        Self::conv2d(x, weight, None, options)
+        burns_forward::<Self>(x, weight, options)
     }
 }
 
 /// The gradients of the convolution, per backend.
 pub trait ConvGrads: Backend {
     /// The gradient of `weight` given the output's gradient `grad`: Burn's unless overridden.
-    fn weight_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
-        Self::conv2d_weight_backward(x, weight, grad, options)
+    fn weight_grad(tensors: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
+        burns_grad::<Self>(Pass::WeightGradient, tensors, options)
     }
 
     /// The gradient of the input `x` given the output's gradient `grad`: Burn's unless overridden.
-    fn input_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
-        Self::conv2d_x_backward(x, weight, grad, options)
+    fn input_grad(tensors: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
+        burns_grad::<Self>(Pass::InputGradient, tensors, options)
+    }
+}
+
+/// The convolution of x by `weight` as the kernel log names it; None for another rank.
+fn conv_layer<T: TensorMetadata>(x: &T, weight: &T, options: &ConvOptions<2>) -> Option<Layer> {
+    let (x, w) = (x.shape(), weight.shape());
+    (x.num_dims() == 4 && w.num_dims() == 4).then(|| Layer::Conv {
+        input: std::array::from_fn(|i| x[i]),
+        outputs: w[0],
+        patches: Patches {
+            kernel: [w[2], w[3]],
+            stride: options.stride,
+            padding: options.padding_begin(),
+            dilation: options.dilation,
+        },
+        groups: options.groups,
+    })
+}
+
+/// Burn's own forward pass on backend B, noted in the kernel log.
+fn burns_forward<B: Backend>(x: FloatTensor<B>, weight: FloatTensor<B>, options: ConvOptions<2>) -> FloatTensor<B> {
+    if let Some(layer) = conv_layer(&x, &weight, &options) {
+        note(&layer, Pass::Forward, Kernel::Burn);
+    }
+    B::conv2d(x, weight, None, options)
+}
+
+/// Burn's own gradient of the input or the weight (`pass`) on backend B, noted in the kernel log.
+fn burns_grad<B: Backend>(
+    pass: Pass,
+    [x, weight, grad]: [FloatTensor<B>; 3],
+    options: ConvOptions<2>,
+) -> FloatTensor<B> {
+    if let Some(layer) = conv_layer(&x, &weight, &options) {
+        note(&layer, pass, Kernel::Burn);
+    }
+    match pass {
+        Pass::InputGradient => B::conv2d_x_backward(x, weight, grad, options),
+        _ => B::conv2d_weight_backward(x, weight, grad, options),
     }
 }
 
@@ -85,7 +124,7 @@ impl ConvBackend for Flex {
     fn dp_conv2d(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         match flex_forward(&x, &weight, &options) {
             Some(y) => y,
-            None => Self::conv2d(x, weight, None, options),
+            None => burns_forward::<Self>(x, weight, options),
         }
     }
 }
@@ -94,14 +133,14 @@ impl ConvGrads for Flex {
     fn weight_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
         match flex_weight_grad(&x, &weight, &grad, &options) {
             Some(g) => g,
-            None => Self::conv2d_weight_backward(x, weight, grad, options),
+            None => burns_grad::<Self>(Pass::WeightGradient, [x, weight, grad], options),
         }
     }
 
     fn input_grad([x, weight, grad]: [FloatTensor<Self>; 3], options: ConvOptions<2>) -> FloatTensor<Self> {
         match flex_input_grad(&x, &weight, &grad, &options) {
             Some(g) => g,
-            None => Self::conv2d_x_backward(x, weight, grad, options),
+            None => burns_grad::<Self>(Pass::InputGradient, [x, weight, grad], options),
         }
     }
 }
@@ -164,10 +203,13 @@ fn flex_forward(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -
     let (xs, ws) = (x.storage::<f32>(), weight.storage::<f32>());
     let pointwise = patches.kernel == [1, 1] && patches.stride == [1, 1] && patches.padding == [0, 0];
     let mut y = vec![0.0f32; b * c_out * positions];
+    let layer = Layer::Conv { input: [b, c_in, h, w], outputs: c_out, patches, groups: 1 };
     if !y.is_empty() && winograd::applies(&patches, [b, c_in, h, w], c_out) {
+        note(&layer, Pass::Forward, Kernel::WinogradF2x2_3x3);
         let u = winograd::transformed_weight(ws, [c_out, c_in], false);
         winograd::conv3x3(xs, [b, c_in, h, w], &u, c_out, patches.padding, &mut y);
     } else if !y.is_empty() {
+        note(&layer, Pass::Forward, if pointwise { Kernel::PointwiseGemm } else { Kernel::Im2colGemm });
         y.par_chunks_mut(c_out * positions).enumerate().for_each_init(
             // A pointwise convolution takes no buffer from the pool.
             || (!pointwise).then(|| Reused::take(k * positions)),
@@ -203,11 +245,14 @@ fn flex_input_grad(
     let (ws, gs) = (weight.storage::<f32>(), grad.storage::<f32>());
     let mut dx = vec![0.0f32; b * c_in * h * w];
     let [ho, wo] = patches.output_size([h, w]);
+    let layer = Layer::Conv { input: [b, c_in, h, w], outputs: c_out, patches, groups: 1 };
     if !dx.is_empty() && winograd::applies(&patches, [b, c_out, ho, wo], c_in) {
+        note(&layer, Pass::InputGradient, Kernel::WinogradF2x2_3x3);
         // The output gradient correlated with the kernel flipped and transposed, padded by 2 - p.
         let u = winograd::transformed_weight(ws, [c_in, c_out], true);
         winograd::conv3x3(gs, [b, c_out, ho, wo], &u, c_in, patches.padding.map(|p| 2 - p), &mut dx);
     } else if !dx.is_empty() {
+        note(&layer, Pass::InputGradient, Kernel::Im2colGemm);
         dx.par_chunks_mut(c_in * h * w).enumerate().for_each_init(
             || Reused::take(k * positions),
             |cols, (e, out)| {
@@ -234,7 +279,7 @@ fn flex_weight_grad(
     // Each example adds cols_b G_b^T [K, C_out] (the `gemm` crate's faster orientation here);
     // the sum is transposed once at the end.
     let ops = Operands::of_convolution(x.storage::<f32>(), [b, c_in, h, w], patches, grad.storage::<f32>(), c_out);
-    let sum = summed_products(&ops, None);
+    let sum = summed_products(&ops, None, Pass::WeightGradient);
     let weight: Vec<f32> = (0..c_out * k).map(|i| sum[i % k * c_out + i / k]).collect();
     Some(FlexTensor::from_data(TensorData::new(weight, [c_out, c_in, kh, kw])))
 }
