@@ -157,9 +157,9 @@ class TorchStep:
 
 def dptrain_times(binary, model, dataset, lot, device, steps, env=None, deadline=None):
     """Median ms per lot of dptrain's plain and DP-SGD steps (one `dptrain bench` process, ended
-    at `deadline`, a time.monotonic() value, if given), and the machine dptrain says it ran on (its
-    CPU, the vector instructions its host kernels dispatch to, caches, threads; None from an older
-    dptrain)."""
+    at `deadline`, a time.monotonic() value, if given), the machine dptrain says it ran on (its
+    CPU, the vector instructions its host kernels dispatch to, caches, threads) and the kernel of
+    each pass of each layer (both None from an older dptrain)."""
     command = [binary, "bench", "--model", model, "--dataset", dataset, "--activation", "relu",
                "--lot-size", str(lot), "--device", device, "--iterations", str(steps), "--warmup", "1", "--json"]
     timeout = None if deadline is None else max(deadline - time.monotonic(), 1)
@@ -171,8 +171,9 @@ def dptrain_times(binary, model, dataset, lot, device, steps, env=None, deadline
     if run.returncode != 0:
         raise RuntimeError(f"{binary} bench --device {device} failed: {run.stderr.strip()}")
     out = json.loads(run.stdout)
-    ms = out["workloads"][0]["ms_per_lot"]
-    return ms["none"], ms["gaussian"], out.get("machine")
+    workload = out["workloads"][0]
+    ms = workload["ms_per_lot"]
+    return ms["none"], ms["gaussian"], out.get("machine"), workload.get("kernels")
 
 
 def import_torch():
@@ -199,22 +200,24 @@ def side_by_side(dptrain, torch_device, dp_devices, workloads, rounds, steps, en
             y = torch.randint(0, 10, (lot,), device=torch_device)
             steps_of = {mode: TorchStep(torch, builds[name], mode, x, y, torch_device) for mode in TORCH_MODES}
         times = {k: [] for k in [*TORCH_MODES, *(f"{d} {m}" for d in dp_devices for m in ("none", "gaussian"))]}
-        machine = None
+        machine, kernels = None, {}
         for r in range(rounds):
             for mode, step in steps_of.items():
                 times[mode] += step.time(steps)
             for d in dp_devices:
-                none, gaussian, machine = dptrain_times(dptrain, model, dataset, lot, d, steps, env, deadline)
+                timed = dptrain_times(dptrain, model, dataset, lot, d, steps, env, deadline)
+                none, gaussian, machine, kernels[d] = timed
                 times[f"{d} none"].append(none)
                 times[f"{d} gaussian"].append(gaussian)
             print(f"{name} round {r + 1}/{rounds} done", file=log, flush=True)
-        rows.append({"workload": name, "lot": lot, "machine": machine,
+        rows.append({"workload": name, "lot": lot, "machine": machine, "kernels": kernels,
                      "ms": {k: statistics.median(v) if v else None for k, v in times.items()}})
     return rows
 
 
 def table(rows, dp_devices):
-    """The rows as a markdown table, with the ratios that compare dptrain to Opacus and to its plain step."""
+    """The rows as a markdown table, with the ratios that compare dptrain to Opacus, to its plain step
+    and to PyTorch's plain step."""
     def cell(v):
         return "absent (no torch)" if v is None else f"{v:.1f}"
 
@@ -224,7 +227,7 @@ def table(rows, dp_devices):
     heads = ["PyTorch plain", "Opacus hooks", "Opacus ghost"]
     for d in dp_devices:
         heads += [f"dptrain none ({d})", f"dptrain gaussian ({d})", f"gaussian / best Opacus ({d})",
-                  f"gaussian / none ({d})", f"none / PyTorch plain ({d})"]
+                  f"gaussian / none ({d})", f"none / PyTorch plain ({d})", f"gaussian / PyTorch plain ({d})"]
     lines = ["| workload | lot | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
     for row in rows:
         m = row["ms"]
@@ -232,7 +235,8 @@ def table(rows, dp_devices):
         cells = [cell(m[k]) for k in TORCH_MODES]
         for d in dp_devices:
             none, gaussian = m[f"{d} none"], m[f"{d} gaussian"]
-            cells += [cell(none), cell(gaussian), ratio(gaussian, best), ratio(gaussian, none), ratio(none, m["plain"])]
+            cells += [cell(none), cell(gaussian), ratio(gaussian, best), ratio(gaussian, none), ratio(none, m["plain"]),
+                      ratio(gaussian, m["plain"])]
         lines.append(f"| {row['workload']} | {row['lot']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
