@@ -150,7 +150,7 @@ impl fmt::Display for Layer {
 /// One pass of one layer and the kernel that ran it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KernelUse {
-    /// The layer ([`Layer`]'s description: layers of the same shapes share it).
+    /// The layer's shapes and geometry, described (layers of the same shapes share it).
     pub layer: String,
     /// The pass.
     pub pass: Pass,
