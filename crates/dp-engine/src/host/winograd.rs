@@ -44,29 +44,56 @@ const MIN_CHANNELS: usize = 16;
 
 /// The weight [C_out, C_in, 3, 3] transformed to U [16, C_out, C_in], U[.., o, i] = G g_oi G^T;
 /// `transposed` reads the weight as W'[i, o] = W[o, i] flipped in both axes (the input
-/// gradient's kernel) with `c_out` and `c_in` its own.
+/// gradient's kernel) with `c_out` and `c_in` its own. Per output channel, its nine taps are
+/// gathered as rows over the input channels, so that each pass of G is one vectorised loop
+/// across them.
 pub(crate) fn transformed_weight(weight: &[f32], [c_out, c_in]: [usize; 2], transposed: bool) -> Vec<f32> {
     let mut u = vec![0.0f32; TILE * c_out * c_in];
-    let g_col = |v: [f32; 3]| [v[0], 0.5 * (v[0] + v[1] + v[2]), 0.5 * (v[0] - v[1] + v[2]), v[2]];
+    // The taps (r, s) as rows [9, C_in], G g as rows [3 columns s, 4 rows a, C_in], then
+    // (G g) G^T as rows [16, C_in].
+    let (mut taps, mut columns, mut tiles) =
+        (vec![0.0f32; 9 * c_in], vec![0.0f32; 12 * c_in], vec![0.0f32; TILE * c_in]);
     for o in 0..c_out {
-        for i in 0..c_in {
-            let g: [[f32; 3]; 3] = std::array::from_fn(|r| {
-                std::array::from_fn(|s| match transposed {
-                    false => weight[(o * c_in + i) * 9 + r * 3 + s],
-                    true => weight[(i * c_out + o) * 9 + (2 - r) * 3 + (2 - s)],
-                })
-            });
-            // G g (4x3), then each row times G^T.
-            let columns: [[f32; 4]; 3] = std::array::from_fn(|s| g_col([g[0][s], g[1][s], g[2][s]]));
-            for a in 0..4 {
-                let row = g_col([columns[0][a], columns[1][a], columns[2][a]]);
-                for (b, value) in row.into_iter().enumerate() {
-                    u[((a * 4 + b) * c_out + o) * c_in + i] = value;
+        for (i, tap) in (0..c_in).flat_map(|i| (0..9).map(move |tap| (i, tap))) {
+            taps[tap * c_in + i] = match transposed {
+                false => weight[(o * c_in + i) * 9 + tap],
+                true => weight[(i * c_out + o) * 9 + 8 - tap],
+            };
+        }
+        vectorised(
+            #[inline(always)]
+            || {
+                for s in 0..3 {
+                    let tap = |r: usize| &taps[(r * 3 + s) * c_in..][..c_in];
+                    g_rows(&mut columns[s * 4 * c_in..][..4 * c_in], [tap(0), tap(1), tap(2)]);
                 }
-            }
+                for a in 0..4 {
+                    let column = |s: usize| &columns[(s * 4 + a) * c_in..][..c_in];
+                    g_rows(&mut tiles[a * 4 * c_in..][..4 * c_in], [column(0), column(1), column(2)]);
+                }
+            },
+        );
+        for (xi, row) in tiles.chunks_exact(c_in.max(1)).enumerate() {
+            u[(xi * c_out + o) * c_in..][..c_in].copy_from_slice(row);
         }
     }
     u
+}
+
+/// G v of three rows (v0, v1, v2) into the four rows of `out`: v0, (v0 + v1 + v2) / 2,
+/// (v0 - v1 + v2) / 2 and v2, elementwise.
+#[inline(always)]
+fn g_rows(out: &mut [f32], [v0, v1, v2]: [&[f32]; 3]) {
+    let n = v0.len();
+    let (first, rest) = out.split_at_mut(n);
+    let (sum, rest) = rest.split_at_mut(n);
+    let (difference, last) = rest.split_at_mut(n);
+    first.copy_from_slice(v0);
+    last.copy_from_slice(v2);
+    for ((((p, m), &x), &y), &z) in sum.iter_mut().zip(difference.iter_mut()).zip(v0).zip(v1).zip(v2) {
+        *p = 0.5 * (x + y + z);
+        *m = 0.5 * (x - y + z);
+    }
 }
 
 /// The geometry of one call: [B, C_in, H, W] in, C_out, the padding, the output [H', W'] and
