@@ -61,9 +61,7 @@ impl<'a> Operands<'a> {
         let [b, n, k, p] = self.dims;
         match self.a {
             HostInput::Dense(_) => Layer::Affine { input: [b, k, p], outputs: n },
-            HostInput::Patches(_, [c, h, w], patches) => {
-                Layer::Conv { input: [b, c, h, w], outputs: n, patches, groups: 1 }
-            }
+            HostInput::Patches(_, [c, h, w], patches) => Layer::conv([b, c, h, w], n, patches),
         }
     }
 

@@ -60,9 +60,7 @@ impl LayerInput {
     pub(crate) fn layer(&self, outputs: usize) -> Layer {
         match self {
             LayerInput::Dense(a) => Layer::Affine { input: a.dims(), outputs },
-            LayerInput::Patches(conv) => {
-                Layer::Conv { input: conv.x.dims(), outputs, patches: conv.patches, groups: 1 }
-            }
+            LayerInput::Patches(conv) => Layer::conv(conv.x.dims(), outputs, conv.patches),
         }
     }
 

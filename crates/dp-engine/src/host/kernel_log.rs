@@ -124,6 +124,13 @@ pub(crate) enum Layer {
     },
 }
 
+impl Layer {
+    /// An ungrouped convolution of x [B, C, H, W] (`input`) to `outputs` channels by `patches`.
+    pub(crate) fn conv(input: [usize; 4], outputs: usize, patches: Patches) -> Self {
+        Layer::Conv { input, outputs, patches, groups: 1 }
+    }
+}
+
 impl fmt::Display for Layer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // One number where both axes agree.
@@ -212,7 +219,7 @@ mod tests {
     #[test]
     fn kernels_are_noted_once_each_and_only_while_a_log_runs() {
         let patches = Patches { kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] };
-        let conv = Layer::Conv { input: [2, 16, 8, 8], outputs: 32, patches, groups: 1 };
+        let conv = Layer::conv([2, 16, 8, 8], 32, patches);
         let linear = Layer::Affine { input: [2, 10, 1], outputs: 3 };
         note(&conv, Pass::Forward, Kernel::Burn);
         let log = KernelLog::start().expect("no log yet");

@@ -186,7 +186,7 @@ impl Conv2d {
         let [ho, wo] = patches.output_size([h, w]);
         let unfold = |x: Tensor<4>| im2col(x.inner(), &patches).unwrap_or_else(|e| panic!("im2col: {e}"));
         // The output before the bias: a standardised layer's norms need it (W^ a per position).
-        let layer = Layer::Conv { input: [b, c_in, h, w], outputs: c_out, patches, groups: 1 };
+        let layer = Layer::conv([b, c_in, h, w], c_out, patches);
         let (z, cols) = if x.is_tracked() {
             let options = ConvOptions::new(self.stride, self.padding, self.dilation, 1);
             (conv2d(x.clone(), used.reshape([c_out, c_in, kh, kw]), options), None)

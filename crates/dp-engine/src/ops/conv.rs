@@ -203,7 +203,7 @@ fn flex_forward(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -
     let (xs, ws) = (x.storage::<f32>(), weight.storage::<f32>());
     let pointwise = patches.kernel == [1, 1] && patches.stride == [1, 1] && patches.padding == [0, 0];
     let mut y = vec![0.0f32; b * c_out * positions];
-    let layer = Layer::Conv { input: [b, c_in, h, w], outputs: c_out, patches, groups: 1 };
+    let layer = Layer::conv([b, c_in, h, w], c_out, patches);
     if !y.is_empty() && winograd::applies(&patches, [b, c_in, h, w], c_out) {
         note(&layer, Pass::Forward, Kernel::WinogradF2x2_3x3);
         let u = winograd::transformed_weight(ws, [c_out, c_in], false);
@@ -245,7 +245,7 @@ fn flex_input_grad(
     let (ws, gs) = (weight.storage::<f32>(), grad.storage::<f32>());
     let mut dx = vec![0.0f32; b * c_in * h * w];
     let [ho, wo] = patches.output_size([h, w]);
-    let layer = Layer::Conv { input: [b, c_in, h, w], outputs: c_out, patches, groups: 1 };
+    let layer = Layer::conv([b, c_in, h, w], c_out, patches);
     if !dx.is_empty() && winograd::applies(&patches, [b, c_out, ho, wo], c_in) {
         note(&layer, Pass::InputGradient, Kernel::WinogradF2x2_3x3);
         // The output gradient correlated with the kernel flipped and transposed, padded by 2 - p.
