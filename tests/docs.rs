@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 /// The workspace root.
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+fn root() -> PathBuf {
+    crate::common::workspace()
 }
 
 /// The `.rs` files in `dir` (none if it does not exist).

@@ -188,7 +188,7 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 
 #[test]
 fn no_crate_has_a_circle_of_modules_and_the_libraries_do_not_name_the_app() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = crate::common::workspace();
     for source in SOURCES {
         let root = workspace.join(source);
         let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -212,7 +212,7 @@ fn no_crate_has_a_circle_of_modules_and_the_libraries_do_not_name_the_app() {
 
 #[test]
 fn no_file_imports_a_file_that_imports_it_back() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = crate::common::workspace();
     let mut edges = 0;
     for source in SOURCES {
         let root = workspace.join(source);

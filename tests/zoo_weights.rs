@@ -40,10 +40,9 @@ fn state_dict(names: &[Value]) -> Vec<u8> {
 
 #[test]
 fn wrn_16_4_from_pytorchs_state_dict_gives_pytorchs_logits() {
-    let reference: Value = serde_json::from_slice(
-        &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/wrn_16_4.json")).unwrap(),
-    )
-    .unwrap();
+    let reference: Value =
+        serde_json::from_slice(&std::fs::read(crate::common::workspace().join("tests/data/wrn_16_4.json")).unwrap())
+            .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("wrn.safetensors");
     std::fs::write(&file, state_dict(reference["names"].as_array().unwrap())).unwrap();

@@ -36,7 +36,11 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn every_kernel_output_is_allocated_contiguously() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    // Cargo names the checkout under test when it runs the tests; the path compiled in is the
+    // one that built them, which a target folder shared by several checkouts may outlive.
+    let crate_dir =
+        std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from);
+    let src = crate_dir.join("src");
     let mut found = Vec::new();
     let mut kernels = 0;
     for path in sources(&src) {

@@ -6,8 +6,14 @@ pub mod checkpoint_view;
 
 use dp_data::idx::encode_idx;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The checkout under test: cargo names it when it runs the tests (the path compiled in is the
+/// checkout that built them, which a target folder shared by several checkouts may outlive).
+pub fn workspace() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
 
 /// The `dptrain` under test: the one cargo built with these tests (with CUDA in CI).
 pub fn binary() -> &'static str {

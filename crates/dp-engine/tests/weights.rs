@@ -48,7 +48,11 @@ impl SmallCnn {
 }
 
 fn data(file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/weights").join(file)
+    // Cargo names the checkout under test when it runs the tests; the path compiled in is the
+    // one that built them, which a target folder shared by several checkouts may outlive.
+    let crate_dir =
+        std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from);
+    crate_dir.join("tests/data/weights").join(file)
 }
 
 fn reference() -> Value {

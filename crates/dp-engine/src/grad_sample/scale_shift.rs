@@ -2,12 +2,15 @@
 //! normalised activations xhat at P positions (GroupNorm: the pixels of channel c; LayerNorm: the
 //! positions of a sequence, with c the normalised feature). Example b's gradients are
 //! sum_p G ∘ xhat (gamma) and sum_p G (beta), `[C]` each: materialised, they cost no more than the
-//! forward pass. The shift is optional (burn-nn's LayerNorm may have none).
+//! forward pass. The shift is optional (burn-nn's LayerNorm may have none). On flex both come
+//! from one parallel pass (`ops::scale_shift::channel_sums`).
 
 use super::{ParamGrad, PerExampleGrads, sum_per_example, sum_views, weighted_sum_examples};
 use crate::error::Result;
+use crate::host::flex::{dims, on_flex};
+use crate::ops::scale_shift::channel_sums;
 use burn::module::ParamId;
-use burn::tensor::Tensor;
+use burn::tensor::{Tensor, TensorData};
 
 /// The per-example gradients of one scale-and-shift in one batch.
 pub struct ScaleShiftGrads {
@@ -21,9 +24,22 @@ pub struct ScaleShiftGrads {
 impl ScaleShiftGrads {
     /// From the normalised input xhat [B, C, P] and the output gradient G [B, C, P].
     pub fn new(normalized: Tensor<3>, grad: Tensor<3>, gamma_id: ParamId, beta_id: Option<ParamId>) -> Self {
-        let [b, c, _] = grad.dims();
-        let gamma = (grad.clone() * normalized).sum_dim(2).reshape([b, c]);
-        let beta = beta_id.map(|id| (grad.sum_dim(2).reshape([b, c]), id));
+        let shape = grad.dims();
+        let [b, c, _] = shape;
+        let on_host =
+            on_flex(&normalized).zip(on_flex(&grad)).filter(|(x, g)| dims(x) == Some(shape) && dims(g) == Some(shape));
+        let (gamma, beta) = match on_host {
+            Some((x, g)) => {
+                let (along, total) = channel_sums(x.storage::<f32>(), g.storage::<f32>(), shape);
+                let device = grad.device();
+                let tensor = |values: Vec<f32>| Tensor::<2>::from_data(TensorData::new(values, [b, c]), &device);
+                (tensor(along), beta_id.map(|id| (tensor(total), id)))
+            }
+            None => {
+                let gamma = (grad.clone() * normalized).sum_dim(2).reshape([b, c]);
+                (gamma, beta_id.map(|id| (grad.sum_dim(2).reshape([b, c]), id)))
+            }
+        };
         Self { gamma, beta, gamma_id }
     }
 }

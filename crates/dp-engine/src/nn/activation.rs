@@ -1,9 +1,8 @@
 //! Element-wise activations. Tanh is the "tempered sigmoid" that Papernot et al. (2021) found
 //! better than ReLU under DP-SGD: bounded activations keep gradient norms, and so clipping, tame.
 
-use crate::ops::tanh::tanh;
+use crate::ops::pointwise::activate;
 use burn::tensor::Tensor;
-use burn::tensor::activation::relu;
 use serde::{Deserialize, Serialize};
 
 /// A parameter-free non-linearity.
@@ -19,9 +18,6 @@ pub enum Activation {
 impl Activation {
     /// Applies the activation.
     pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
-        match self {
-            Activation::Tanh => tanh(x),
-            Activation::Relu => relu(x),
-        }
+        activate(x, self)
     }
 }

@@ -7,6 +7,7 @@ use crate::error::EngineError;
 use crate::grad_sample::scale_shift::ScaleShiftGrads;
 use crate::grad_sample::tape::{Finish, observe};
 use crate::ops::normalize::normalize_rows;
+use crate::ops::scale_shift::scale_shift;
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor};
@@ -81,7 +82,7 @@ impl GroupNorm {
         let positions = dims.iter().product::<usize>() / (b * c).max(1);
         let grouped = x.reshape([b, self.num_groups, c / self.num_groups * positions]);
         let normalized = normalize_rows(grouped, self.epsilon).reshape([b, c, positions]);
-        let y = normalized.clone() * self.gamma.val().reshape([1, c, 1]) + self.beta.val().reshape([1, c, 1]);
+        let y = scale_shift(normalized.clone(), self.gamma.val(), self.beta.val());
         let (gamma, beta) = (self.gamma.id, self.beta.id);
         let y = observe("GroupNorm", &[gamma, beta], y, || -> Finish {
             let xhat = normalized.inner();

@@ -1,65 +1,37 @@
-//! The hyperbolic tangent as a Burn backend extension. Flex computes `tanh` one element at a time
+//! The hyperbolic tangent for `ops::pointwise`. Flex computes `tanh` one element at a time
 //! through libm (expm1f), which kept the CPU's vector units idle: on WRN-16-4 with tanh it was a
-//! third of a step. Here the flex forward is a branch-free approximation that the compiler
+//! third of a step. Here the host value is a branch-free approximation that the compiler
 //! vectorises (Cephes' odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above, with e^y from a
 //! polynomial and an exponent shift; within 4e-7 relative of the true value, NaN and infinities
-//! included), and the backward, g (1 - y^2) from the output y, one fused pass. The other backends
-//! keep Burn's own tanh and compute the backward in Burn's operations.
+//! included), and the backward, g (1 - y^2) from the output y. The other backends keep Burn's own
+//! tanh and compute the backward in Burn's operations.
 
-// The extension names Burn's deprecated ndarray backend, the oracle tests' reference, and the
-// code it generates for it cannot carry an attribute of its own.
-#![allow(deprecated)]
-
-use crate::host::flex::contiguous_f32;
-use burn::backend::autodiff::checkpoint::base::Checkpointer;
-use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
-use burn::backend::autodiff::grads::Gradients;
-use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::flex::FlexTensor;
-use burn::backend::ops::FloatTensorOps;
+use crate::ops::pointwise::Pointwise;
+use burn::backend::Backend;
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, Backend, Flex, backend_extension};
-use burn::tensor::{Scalar, Tensor, TensorData};
-use dp_kernels::vectorised::vectorised;
-use rayon::prelude::*;
+use burn::tensor::Scalar;
 
-/// tanh of every element.
-pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
-    Tensor::from_dispatch(<burn::backend::Dispatch as TanhBackend>::dp_tanh(x.into_dispatch()))
-}
+/// tanh, with g (1 - y^2) as its backward.
+pub struct Tanh;
 
-/// tanh as a backend extension.
-#[allow(deprecated)] // NdArray: the oracle tests' reference backend (the `ndarray` feature).
-#[backend_extension(Flex, NdArray: cfg(feature = "ndarray"), Cube: cfg(feature = "wgpu"), Autodiff)]
-pub trait TanhBackend: Backend {
-    /// tanh of every element of x.
-    fn dp_tanh(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        Self::float_tanh(x)
+impl Pointwise for Tanh {
+    fn value(x: f32) -> f32 {
+        tanh_f32(x)
+    }
+
+    fn backward(y: f32, grad: f32) -> f32 {
+        grad * (1.0 - y * y)
+    }
+
+    fn burn_value<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
+        B::float_tanh(x)
+    }
+
+    fn burn_backward<B: Backend>(y: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
+        let slope = B::float_add_scalar(B::float_neg(B::float_mul(y.clone(), y)), Scalar::Float(1.0));
+        B::float_mul(grad, slope)
     }
 }
-
-/// The backward of tanh from its output, per backend.
-pub trait TanhBackward: Backend {
-    /// dL/dx = g (1 - y^2) for the output y and its gradient g.
-    fn tanh_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        composed_backward::<Self>(y, grad)
-    }
-}
-
-/// The backward in Burn's operations.
-fn composed_backward<B: Backend>(y: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
-    let slope = B::float_add_scalar(B::float_neg(B::float_mul(y.clone(), y)), Scalar::Float(1.0));
-    B::float_mul(grad, slope)
-}
-
-#[cfg(feature = "ndarray")]
-impl TanhBackend for burn::backend::NdArray {}
-#[cfg(feature = "ndarray")]
-impl TanhBackward for burn::backend::NdArray {}
-#[cfg(feature = "wgpu")]
-impl TanhBackend for burn_cubecl::Cube {}
-#[cfg(feature = "wgpu")]
-impl TanhBackward for burn_cubecl::Cube {}
 
 /// e^y for y in [0, 20] (Cephes' expf: y = n ln 2 + r, |r| <= ln 2 / 2, a degree-6 polynomial in
 /// r, 2^n by the exponent bits), branch-free.
@@ -90,80 +62,9 @@ fn tanh_f32(x: f32) -> f32 {
     t.copysign(x)
 }
 
-/// Elements of a contiguous f32 flex tensor per parallel task.
-const CHUNK: usize = 1 << 14;
-
-impl TanhBackend for Flex {
-    fn dp_tanh(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let Some(x) = contiguous_f32(&x) else {
-            return Self::float_tanh(x);
-        };
-        let input = x.storage::<f32>();
-        let mut out = vec![0.0f32; input.len()];
-        out.par_chunks_mut(CHUNK).zip(input.par_chunks(CHUNK)).for_each(|(out, input)| {
-            vectorised(|| {
-                for (o, &v) in out.iter_mut().zip(input) {
-                    *o = tanh_f32(v);
-                }
-            })
-        });
-        FlexTensor::from_data(TensorData::new(out, x.layout().shape().clone()))
-    }
-}
-
-impl TanhBackward for Flex {
-    fn tanh_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        let (Some(y), Some(grad)) = (contiguous_f32(&y), contiguous_f32(&grad)) else {
-            return composed_backward::<Self>(y, grad);
-        };
-        let (values, grads) = (y.storage::<f32>(), grad.storage::<f32>());
-        let mut out = vec![0.0f32; values.len()];
-        out.par_chunks_mut(CHUNK).zip(values.par_chunks(CHUNK).zip(grads.par_chunks(CHUNK))).for_each(
-            |(out, (values, grads))| {
-                vectorised(|| {
-                    for ((o, &y), &g) in out.iter_mut().zip(values).zip(grads) {
-                        *o = g * (1.0 - y * y);
-                    }
-                })
-            },
-        );
-        FlexTensor::from_data(TensorData::new(out, y.layout().shape().clone()))
-    }
-}
-
-/// The autodiff step of tanh: its backward needs only the output.
-#[derive(Debug)]
-struct DpTanh;
-
-impl<B: Backend + TanhBackward> Backward<B, 1> for DpTanh {
-    type State = FloatTensor<B>;
-
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let [parent] = ops.parents;
-        let grad = grads.consume::<B>(&ops.node);
-        if let Some(node) = parent {
-            grads.register::<B>(node.id, B::tanh_backward(ops.state, grad));
-        }
-    }
-}
-
-impl<B: Backend + TanhBackend + TanhBackward, C: CheckpointStrategy> TanhBackend for Autodiff<B, C> {
-    fn dp_tanh(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        match DpTanh.prepare::<C>([x.node()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let y = B::dp_tanh(x.into_primitive());
-                prep.finish(y.clone(), y)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::dp_tanh(x.into_primitive())),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor_io::to_host;
-    use burn::tensor::Device;
 
     #[test]
     fn the_approximation_is_within_4e_7_of_tanh() {
@@ -184,31 +85,5 @@ mod tests {
         assert_eq!(tanh_f32(f32::NEG_INFINITY), -1.0);
         assert!(tanh_f32(f32::NAN).is_nan());
         assert!(tanh_f32(-0.0).is_sign_negative() && tanh_f32(-0.0) == 0.0);
-    }
-
-    #[test]
-    fn the_extension_equals_burns_tanh_forward_and_backward() {
-        let mut devices = vec![Device::flex(), Device::ndarray()];
-        devices.extend(dp_kernels::wgpu_probe::wgpu_for_tests());
-        let shape = [3, 5, 7, 11];
-        let n: usize = shape.iter().product();
-        let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1001) as f32 / 100.0 - 5.0).collect();
-        let run = |f: &dyn Fn(Tensor<4>) -> Tensor<4>, device: &Device| {
-            let device = device.clone().autodiff();
-            let x = Tensor::<4>::from_data(TensorData::new(x.clone(), shape), &device).require_grad();
-            let y = f(x.clone());
-            let weights = (0..n).map(|i| (i % 5) as f32 - 2.0).collect::<Vec<_>>();
-            let grads = (y.clone() * Tensor::<4>::from_data(TensorData::new(weights, shape), &device)).sum().backward();
-            (to_host(&y.inner()), to_host(&x.grad(&grads).expect("a gradient")))
-        };
-        let want = run(&burn::tensor::activation::tanh, &Device::ndarray());
-        for device in &devices {
-            let got = run(&tanh, device);
-            for (what, got, want) in [("y", &got.0, &want.0), ("dx", &got.1, &want.1)] {
-                for (i, (g, w)) in got.iter().zip(want).enumerate() {
-                    assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{what}[{i}] on {device:?}: {g} against {w}");
-                }
-            }
-        }
     }
 }
