@@ -3,7 +3,7 @@
 //! operations it is a broadcast multiply and add forward and, backward, a multiply and two
 //! reductions over the examples and positions, each of which flex runs on one thread: on
 //! WRN-16-4's thirteen GroupNorms they kept a core idle. Here the flex forward is one parallel
-//! pass, and the backward one parallel pass for the sums per row and channel ([`channel_sums`],
+//! pass, and the backward one parallel pass for the sums per row and channel (`channel_sums`,
 //! which the per-example gradients of gamma and beta also are) and one for dxhat = gamma_c g,
 //! written into the gradient's own values.
 //! The other backends keep Burn's operations.
@@ -24,7 +24,7 @@ use burn::tensor::{Shape, Tensor, TensorData};
 use dp_kernels::vectorised::{sum_of_products, vectorised};
 use rayon::prelude::*;
 
-/// gamma_c xhat + beta_c for xhat [R, C, P], gamma and beta [C].
+/// gamma_c xhat + beta_c for xhat `[R, C, P]`, gamma and beta `[C]`.
 pub fn scale_shift(xhat: Tensor<3>, gamma: Tensor<1>, beta: Tensor<1>) -> Tensor<3> {
     Tensor::from_dispatch(<burn::backend::Dispatch as ScaleShiftBackend>::dp_scale_shift(
         xhat.into_dispatch(),
@@ -45,7 +45,7 @@ pub trait ScaleShiftBackend: Backend {
 
 /// The backward per backend: (dL/dxhat, dL/dgamma, dL/dbeta) from dL/dy `grad`, xhat and gamma.
 pub trait ScaleShiftBackward: Backend {
-    /// dxhat = gamma_c g [R, C, P]; dgamma = sum over r and p of g xhat, dbeta of g, [C] each.
+    /// dxhat = gamma_c g `[R, C, P]`; dgamma = sum over r and p of g xhat, dbeta of g, `[C]` each.
     fn scale_shift_backward(
         xhat: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
