@@ -3,9 +3,10 @@
 //! operations it is a broadcast multiply and add forward and, backward, a multiply and two
 //! reductions over the examples and positions, each of which flex runs on one thread: on
 //! WRN-16-4's thirteen GroupNorms they kept a core idle. Here the flex forward is one parallel
-//! pass, and the backward one parallel pass for the sums per row and channel (`channel_sums`,
-//! which the per-example gradients of gamma and beta also are) and one for dxhat = gamma_c g,
-//! written into the gradient's own values.
+//! pass, and the backward one parallel pass for dxhat = gamma_c g, written into the gradient's
+//! own values, and, where gamma and beta are trained through autodiff (the plain step; the DP
+//! step's tape takes their per-example gradients instead), one for the sums per row and channel
+//! (`channel_sums`, which those per-example gradients also are).
 //! The other backends keep Burn's operations.
 
 // The extension names Burn's deprecated ndarray backend, the oracle tests' reference, and the
@@ -43,15 +44,18 @@ pub trait ScaleShiftBackend: Backend {
     }
 }
 
-/// The backward per backend: (dL/dxhat, dL/dgamma, dL/dbeta) from dL/dy `grad`, xhat and gamma.
+/// The backward per backend: dL/dxhat and, where `params` (gamma or beta is trained through
+/// autodiff: not in the DP step, whose tape takes their per-example gradients instead), (dL/dgamma,
+/// dL/dbeta), from dL/dy `grad`, xhat and gamma.
 pub trait ScaleShiftBackward: Backend {
     /// dxhat = gamma_c g `[R, C, P]`; dgamma = sum over r and p of g xhat, dbeta of g, `[C]` each.
     fn scale_shift_backward(
         xhat: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
         grad: FloatTensor<Self>,
-    ) -> [FloatTensor<Self>; 3] {
-        composed_backward::<Self>(xhat, gamma, grad)
+        params: bool,
+    ) -> (FloatTensor<Self>, Option<[FloatTensor<Self>; 2]>) {
+        composed_backward::<Self>(xhat, gamma, grad, params)
     }
 }
 
@@ -77,10 +81,10 @@ fn composed_backward<B: Backend>(
     xhat: FloatTensor<B>,
     gamma: FloatTensor<B>,
     grad: FloatTensor<B>,
-) -> [FloatTensor<B>; 3] {
-    let dgamma = channel_total::<B>(B::float_mul(grad.clone(), xhat));
-    let dxhat = B::float_mul(grad.clone(), per_channel::<B>(gamma));
-    [dxhat, dgamma, channel_total::<B>(grad)]
+    params: bool,
+) -> (FloatTensor<B>, Option<[FloatTensor<B>; 2]>) {
+    let sums = params.then(|| [channel_total::<B>(B::float_mul(grad.clone(), xhat)), channel_total::<B>(grad.clone())]);
+    (B::float_mul(grad, per_channel::<B>(gamma)), sums)
 }
 
 #[cfg(feature = "ndarray")]
@@ -163,14 +167,15 @@ impl ScaleShiftBackward for Flex {
         xhat: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
         grad: FloatTensor<Self>,
-    ) -> [FloatTensor<Self>; 3] {
+        params: bool,
+    ) -> (FloatTensor<Self>, Option<[FloatTensor<Self>; 2]>) {
         let parts = flex_parts(&xhat, &gamma).zip(contiguous_f32(&grad));
         let Some(((x, scale, shape), g)) = parts.filter(|((_, _, shape), g)| dims(g) == Some(*shape)) else {
-            return composed_backward::<Self>(xhat, gamma, grad);
+            return composed_backward::<Self>(xhat, gamma, grad, params);
         };
         // g alone holds the gradient's values now, where grad did: dxhat is written into them.
         drop(grad);
-        let (along, total) = channel_sums(x.storage::<f32>(), g.storage::<f32>(), shape);
+        let sums = params.then(|| channel_sums(x.storage::<f32>(), g.storage::<f32>(), shape));
         let c = shape[1];
         let over_rows = |sums: Vec<f32>| {
             let mut out = vec![0.0f64; c];
@@ -182,8 +187,8 @@ impl ScaleShiftBackward for Flex {
             FlexTensor::from_data(TensorData::new(out.into_iter().map(|v| v as f32).collect::<Vec<_>>(), [c]))
         };
         match per_channel_pass(g, scale.storage::<f32>(), None, shape[2]) {
-            Ok(dxhat) => [dxhat, over_rows(along), over_rows(total)],
-            Err(g) => composed_backward::<Self>(xhat, gamma, g),
+            Ok(dxhat) => (dxhat, sums.map(|(along, total)| [over_rows(along), over_rows(total)])),
+            Err(g) => composed_backward::<Self>(xhat, gamma, g, params),
         }
     }
 }
@@ -199,8 +204,12 @@ impl<B: Backend + ScaleShiftBackward> Backward<B, 3> for DpScaleShift {
         let [xhat_node, gamma_node, beta_node] = ops.parents;
         let grad = grads.consume::<B>(&ops.node);
         let (xhat, gamma) = ops.state;
-        let [dxhat, dgamma, dbeta] = B::scale_shift_backward(xhat, gamma, grad);
-        for (node, value) in [(xhat_node, dxhat), (gamma_node, dgamma), (beta_node, dbeta)] {
+        let params = gamma_node.is_some() || beta_node.is_some();
+        let (dxhat, sums) = B::scale_shift_backward(xhat, gamma, grad, params);
+        if let Some(node) = xhat_node {
+            grads.register::<B>(node.id, dxhat);
+        }
+        for (node, value) in [gamma_node, beta_node].into_iter().zip(sums.into_iter().flatten()) {
             if let Some(node) = node {
                 grads.register::<B>(node.id, value);
             }
@@ -229,12 +238,14 @@ mod tests {
     use crate::tensor_io::to_host;
     use burn::tensor::Device;
 
-    /// (y, dxhat, dgamma, dbeta) of `f` on xhat [R, C, P], gamma and beta (on `device`), the loss
+    /// (y, dxhat, dgamma, dbeta) of `f` on xhat [R, C, P], gamma and beta (on `device`; gamma
+    /// and beta `trained` through autodiff, else constants without a gradient: empty), the loss
     /// weighting each output by a fixed weight.
     #[allow(clippy::type_complexity)]
     fn run(
         f: &dyn Fn(Tensor<3>, Tensor<1>, Tensor<1>) -> Tensor<3>,
         shape: [usize; 3],
+        trained: bool,
         device: &Device,
     ) -> [Vec<f32>; 4] {
         let device = device.clone().autodiff();
@@ -243,13 +254,14 @@ mod tests {
             (0..count).map(|i| (((i + seed) * 7919) % 1001) as f32 / 250.0 - 2.0).collect()
         };
         let xhat = Tensor::<3>::from_data(TensorData::new(values(n, 0), shape), &device).require_grad();
-        let gamma = Tensor::<1>::from_data(TensorData::new(values(shape[1], 3), [shape[1]]), &device).require_grad();
-        let beta = Tensor::<1>::from_data(TensorData::new(values(shape[1], 5), [shape[1]]), &device).require_grad();
+        let param = |t: Tensor<1>| if trained { t.require_grad() } else { t };
+        let gamma = param(Tensor::<1>::from_data(TensorData::new(values(shape[1], 3), [shape[1]]), &device));
+        let beta = param(Tensor::<1>::from_data(TensorData::new(values(shape[1], 5), [shape[1]]), &device));
         let y = f(xhat.clone(), gamma.clone(), beta.clone());
         let weights = Tensor::<3>::from_data(TensorData::new(values(n, 11), shape), &device);
         let grads = (y.clone() * weights).sum().backward();
         let grad = |g: Option<Tensor<3>>| to_host(&g.expect("a gradient"));
-        let grad1 = |g: Option<Tensor<1>>| to_host(&g.expect("a gradient"));
+        let grad1 = |g: Option<Tensor<1>>| g.map(|g| to_host(&g)).unwrap_or_default();
         [to_host(&y.inner()), grad(xhat.grad(&grads)), grad1(gamma.grad(&grads)), grad1(beta.grad(&grads))]
     }
 
@@ -265,17 +277,21 @@ mod tests {
         devices.extend(dp_kernels::wgpu_probe::wgpu_for_tests());
         // Runs shorter and longer than a chunk, one channel, one position, a chunk that ends
         // inside a channel's run.
-        for shape in [[2, 3, 5], [1, 1, 7], [4, 6, 1], [3, 4, 5000], [2, 5, 16_385]] {
-            let want = run(&burns, shape, &Device::ndarray());
+        // Gamma and beta trained (the plain step), and constants (the DP step's backward, which
+        // skips their sums).
+        let shapes = [[2, 3, 5], [1, 1, 7], [4, 6, 1], [3, 4, 5000], [2, 5, 16_385]];
+        for (shape, trained) in shapes.into_iter().flat_map(|shape| [(shape, true), (shape, false)]) {
+            let want = run(&burns, shape, trained, &Device::ndarray());
+            assert_eq!(want[2].is_empty(), !trained);
             for device in &devices {
-                let got = run(&scale_shift, shape, device);
+                let got = run(&scale_shift, shape, trained, device);
                 for (what, got, want) in
                     ["y", "dxhat", "dgamma", "dbeta"].iter().zip(&got).zip(&want).map(|((w, g), v)| (w, g, v))
                 {
                     assert_eq!(got.len(), want.len());
                     for (i, (g, w)) in got.iter().zip(want).enumerate() {
                         let close = (g - w).abs() <= 1e-4 * (1.0 + w.abs());
-                        assert!(close, "{what}[{i}] {shape:?} on {device:?}: {g} against {w}");
+                        assert!(close, "{what}[{i}] {shape:?} (trained: {trained}) on {device:?}: {g} against {w}");
                     }
                 }
             }
