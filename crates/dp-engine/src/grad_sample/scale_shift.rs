@@ -3,12 +3,12 @@
 //! positions of a sequence, with c the normalised feature). Example b's gradients are
 //! sum_p G ∘ xhat (gamma) and sum_p G (beta), `[C]` each: materialised, they cost no more than the
 //! forward pass. The shift is optional (burn-nn's LayerNorm may have none). On flex both come
-//! from one parallel pass (`ops::scale_shift::channel_sums`).
+//! from one parallel pass (`host::channel_sums`).
 
 use super::{ParamGrad, PerExampleGrads, sum_per_example, sum_views, weighted_sum_examples};
 use crate::error::Result;
+use crate::host::channel_sums::channel_sums;
 use crate::host::flex::{dims, on_flex};
-use crate::ops::scale_shift::channel_sums;
 use burn::module::ParamId;
 use burn::tensor::{Tensor, TensorData};
 

@@ -1,11 +1,13 @@
 //! The CPU fast paths the engine owns on Burn's flex backend: host access to flex tensors
-//! (`flex`), reused scratch buffers (`buffers`), the GEMMs of the per-example products (`gemm`),
+//! (`flex`), reused scratch buffers (`buffers`), a scale and shift's sums per channel
+//! (`channel_sums`), the GEMMs of the per-example products (`gemm`),
 //! the 3x3 convolutions by Winograd's minimal filtering (`winograd`),
 //! the allocator setting a training program may ask for ([`keep_freed_memory`]), the machine a
 //! CPU figure was measured on ([`Machine`]), where a step's time goes ([`PhaseClock`]) and which
 //! kernel ran each pass of each layer ([`KernelLog`]).
 
 pub(crate) mod buffers;
+pub(crate) mod channel_sums;
 pub(crate) mod flex;
 pub(crate) mod gemm;
 pub(crate) mod kernel_log;

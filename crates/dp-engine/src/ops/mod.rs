@@ -6,6 +6,7 @@
 //! them; a user's model reaches them through those layers, or calls them as any Burn operation.
 //! (Their host helpers, `host::flex` and `host::gemm`, sit below both `ops` and `grad_sample`.)
 
+pub mod activation;
 pub mod conv;
 pub mod normalize;
 pub mod pointwise;

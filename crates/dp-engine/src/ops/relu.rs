@@ -1,4 +1,4 @@
-//! The rectified linear unit for `ops::pointwise`: max(x, 0) with NaN kept (as Burn's mask of
+//! The rectified linear unit for `ops::activation`: max(x, 0) with NaN kept (as Burn's mask of
 //! x <= 0), and the gradient passed where the output is positive (as Burn's `relu_backward`).
 
 use crate::ops::pointwise::Pointwise;

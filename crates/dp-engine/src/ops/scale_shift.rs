@@ -6,13 +6,14 @@
 //! pass, and the backward one parallel pass for dxhat = gamma_c g, written into the gradient's
 //! own values, and, where gamma and beta are trained through autodiff (the plain step; the DP
 //! step's tape takes their per-example gradients instead), one for the sums per row and channel
-//! (`channel_sums`, which those per-example gradients also are).
+//! (`host::channel_sums`, which those per-example gradients also are).
 //! The other backends keep Burn's operations.
 
 // The extension names Burn's deprecated ndarray backend, the oracle tests' reference, and the
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
+use crate::host::channel_sums::channel_sums;
 use crate::host::flex::{contiguous_f32, dims, map_chunks};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -22,8 +23,7 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::{Shape, Tensor, TensorData};
-use dp_kernels::vectorised::{sum_of_products, vectorised};
-use rayon::prelude::*;
+use dp_kernels::vectorised::vectorised;
 
 /// gamma_c xhat + beta_c for xhat `[R, C, P]`, gamma and beta `[C]`.
 pub fn scale_shift(xhat: Tensor<3>, gamma: Tensor<1>, beta: Tensor<1>) -> Tensor<3> {
@@ -95,32 +95,6 @@ impl ScaleShiftBackward for burn::backend::NdArray {}
 impl ScaleShiftBackend for burn_cubecl::Cube {}
 #[cfg(feature = "wgpu")]
 impl ScaleShiftBackward for burn_cubecl::Cube {}
-
-/// Per row r and channel c of x and g [R, C, P] (contiguous, the same shape): sum_p g x and
-/// sum_p g, [R * C] each, in parallel over the rows. Summed over r they are the gradients of gamma
-/// and beta; per example (r = b), their per-example gradients.
-pub(crate) fn channel_sums(x: &[f32], g: &[f32], shape: [usize; 3]) -> (Vec<f32>, Vec<f32>) {
-    let [_, c, p] = shape;
-    let runs = x.len().checked_div(p).unwrap_or(0);
-    let (mut along, mut total) = (vec![0.0f32; runs], vec![0.0f32; runs]);
-    if runs == 0 || c == 0 {
-        return (along, total);
-    }
-    along
-        .par_chunks_mut(c)
-        .zip(total.par_chunks_mut(c))
-        .zip(x.par_chunks(c * p).zip(g.par_chunks(c * p)))
-        .for_each_init(
-            || vec![1.0f32; p],
-            |ones, ((along, total), (x, g))| {
-                for (((a, t), x), g) in along.iter_mut().zip(total.iter_mut()).zip(x.chunks(p)).zip(g.chunks(p)) {
-                    *a = sum_of_products(g, x) as f32;
-                    *t = sum_of_products(g, ones) as f32;
-                }
-            },
-        );
-    (along, total)
-}
 
 /// xhat [R, C, P] and one [C] tensor per channel, as flex host values with xhat's dimensions;
 /// None where a tensor is not f32, or the shapes disagree.

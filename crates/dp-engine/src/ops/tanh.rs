@@ -1,4 +1,4 @@
-//! The hyperbolic tangent for `ops::pointwise`. Flex computes `tanh` one element at a time
+//! The hyperbolic tangent for `ops::activation`. Flex computes `tanh` one element at a time
 //! through libm (expm1f), which kept the CPU's vector units idle: on WRN-16-4 with tanh it was a
 //! third of a step. Here the host value is a branch-free approximation that the compiler
 //! vectorises (Cephes' odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above, with e^y from a
