@@ -24,7 +24,7 @@
 #![allow(deprecated)]
 
 use crate::grad_sample::host_products::{Operands, summed_products};
-use crate::host::buffers::Reused;
+use crate::host::buffers::{Reused, zeros};
 use crate::host::flex::{contiguous_f32, dims};
 use crate::host::gemm::{Strided, gemm_into};
 use crate::host::kernel_log::{Kernel, Layer, Pass, note};
@@ -202,7 +202,7 @@ fn flex_forward(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -
     let (x, weight) = (contiguous_f32(x)?, contiguous_f32(weight)?);
     let (xs, ws) = (x.storage::<f32>(), weight.storage::<f32>());
     let pointwise = patches.kernel == [1, 1] && patches.stride == [1, 1] && patches.padding == [0, 0];
-    let mut y = vec![0.0f32; b * c_out * positions];
+    let mut y: Vec<f32> = zeros(b * c_out * positions);
     let layer = Layer::conv([b, c_in, h, w], c_out, patches);
     if !y.is_empty() && winograd::applies(&patches, [b, c_in, h, w], c_out) {
         note(&layer, Pass::Forward, Kernel::WinogradF2x2_3x3);
@@ -243,7 +243,7 @@ fn flex_input_grad(
     let ([b, c_in, h, w], [c_out, k, positions], patches) = flex_geometry(x, weight, grad, options)?;
     let (weight, grad) = (contiguous_f32(weight)?, contiguous_f32(grad)?);
     let (ws, gs) = (weight.storage::<f32>(), grad.storage::<f32>());
-    let mut dx = vec![0.0f32; b * c_in * h * w];
+    let mut dx: Vec<f32> = zeros(b * c_in * h * w);
     let [ho, wo] = patches.output_size([h, w]);
     let layer = Layer::conv([b, c_in, h, w], c_out, patches);
     if !dx.is_empty() && winograd::applies(&patches, [b, c_out, ho, wo], c_in) {

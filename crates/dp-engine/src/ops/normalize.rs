@@ -11,6 +11,7 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
+use crate::host::buffers::zeros;
 use crate::host::flex::{contiguous_f32, dims};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -113,7 +114,7 @@ impl NormalizeParts for Flex {
         };
         let m = dims[2];
         let input = x.storage::<f32>();
-        let mut out = vec![0.0f32; input.len()];
+        let mut out: Vec<f32> = zeros(input.len());
         let mut scales = vec![0.0f32; input.len() / m];
         out.par_chunks_mut(m).zip(scales.par_iter_mut()).zip(input.par_chunks(m)).for_each(|((out, scale), row)| {
             let mean = (row_sum(row, row, |v, _| v) / m as f64) as f32;
@@ -139,7 +140,7 @@ impl NormalizeParts for Flex {
         };
         let m = dims[2];
         let (xhat, grad, scales) = (xhat.storage::<f32>(), grad.storage::<f32>(), scale.storage::<f32>());
-        let mut out = vec![0.0f32; xhat.len()];
+        let mut out: Vec<f32> = zeros(xhat.len());
         out.par_chunks_mut(m).zip(xhat.par_chunks(m).zip(grad.par_chunks(m))).zip(scales.par_iter()).for_each(
             |((out, (xhat, grad)), &scale)| {
                 let mean = (row_sum(grad, grad, |g, _| g) / m as f64) as f32;

@@ -10,6 +10,7 @@
 // code it generates for it cannot carry an attribute of its own.
 #![allow(deprecated)]
 
+use crate::host::buffers::zeros;
 use crate::host::flex::{contiguous_f32, dims};
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -124,8 +125,8 @@ fn pool_plane<const NAN: bool>(
 fn host_pool(x: &[f32], [b, c, h, w]: [usize; 4], kernel: usize, stride: usize) -> (Vec<f32>, Vec<i64>) {
     let out = [(h - kernel) / stride + 1, (w - kernel) / stride + 1];
     let plane = out[0] * out[1];
-    let mut values = vec![0.0f32; b * c * plane];
-    let mut indices = vec![0i64; b * c * plane];
+    let mut values: Vec<f32> = zeros(b * c * plane);
+    let mut indices: Vec<i64> = zeros(b * c * plane);
     values.par_chunks_mut(plane).zip(indices.par_chunks_mut(plane)).enumerate().for_each(|(p, (vals, idx))| {
         let input = &x[p * h * w..][..h * w];
         // A fold, not `any`: it reads the whole plane either way, and vectorises.
