@@ -114,14 +114,16 @@ impl Residual {
 
 /// Convolutions wide enough (16 channels and more, 3x3 at stride 1) for the CPU's Winograd
 /// transform (`host::winograd`): the forward passes and input gradients that every per-example
-/// gradient reads (a weight-standardised layer's and a plain one's materialised, a ghost
-/// layer's), and the ghost layer's clipped sum, by the transform.
+/// gradient reads (a weight-standardised layer's and a plain one's materialised, two ghost
+/// layers', one standardised), and the ghost layers' clipped sums, by the transform; the ghost
+/// norms' patch Grams from the layers' pixels on flex (`host::patch_gram`).
 #[derive(Module, Debug)]
 struct Wide {
     stem: Conv2d,
     conv1: Conv2d,
     conv2: Conv2d,
     conv3: Conv2d,
+    conv4: Conv2d,
     head: Linear,
 }
 
@@ -136,6 +138,7 @@ impl Wide {
             conv1: conv(16, 16, 1).with_bias(false).with_standardize(true).init(device),
             conv2: conv(16, 17, 0).init(device),
             conv3: conv(17, 16, 0).with_bias(false).init(device),
+            conv4: conv(16, 16, 1).with_standardize(true).init(device),
             head: LinearConfig::new(16, CLASSES).init(device),
         }
     }
@@ -144,6 +147,7 @@ impl Wide {
         let h = tanh(self.stem.forward(x));
         let h = tanh(self.conv1.forward(h));
         let h = tanh(self.conv3.forward(tanh(self.conv2.forward(h))));
+        let h = tanh(self.conv4.forward(h));
         let [b, c, _, _] = h.dims();
         self.head.forward(h.mean_dim(3).mean_dim(2).reshape([b, c]))
     }
@@ -342,8 +346,9 @@ fn check_all(device: &Device) {
     // the same methods by memory (other backends) and by arithmetic (flex, in cache or not).
     assert_eq!(NormMethod::cheapest(25, 4, 18), NormMethod::Materialize);
     assert_eq!(NormMethod::cheapest(4, 12, 24), NormMethod::Ghost);
-    assert_eq!(NormMethod::cheapest_on_host(b, 25, 4, 18, false), NormMethod::Materialize);
-    assert_eq!(NormMethod::cheapest_on_host(b, 4, 12, 24, false), NormMethod::Ghost);
+    // Strided: their patches' Grams unfolded, P^2 K.
+    assert_eq!(NormMethod::cheapest_on_host(b, 25, 4, 18, 25 * 25 * 18, false), NormMethod::Materialize);
+    assert_eq!(NormMethod::cheapest_on_host(b, 4, 12, 24, 4 * 4 * 24, false), NormMethod::Ghost);
     let every = EveryLayer::new(device);
     let x = images(&mut rng, b, [2, 9, 9], device);
     let y = labels(&mut rng, b);
@@ -352,18 +357,22 @@ fn check_all(device: &Device) {
     // The residual block's convolutions: P = 6 x 6, N = 4, K = 4 x 3 x 3; the strided one: P = 2 x 2.
     assert_eq!(NormMethod::cheapest(36, 4, 36), NormMethod::Materialize);
     assert_eq!(NormMethod::cheapest(4, 4, 36), NormMethod::Ghost);
-    assert_eq!(NormMethod::cheapest_on_host(b, 36, 4, 36, true), NormMethod::Materialize);
-    assert_eq!(NormMethod::cheapest_on_host(b, 4, 4, 36, true), NormMethod::Ghost);
+    // At stride 1 the patches' Gram from the pixels (H W)^2 C + 9 P^2 (`host::patch_gram`).
+    assert_eq!(NormMethod::cheapest_on_host(b, 36, 4, 36, 36 * 36 * 4 + 9 * 36 * 36, true), NormMethod::Materialize);
+    assert_eq!(NormMethod::cheapest_on_host(b, 4, 4, 36, 4 * 4 * 36, true), NormMethod::Ghost);
     let residual = Residual::new(device);
     let x = images(&mut rng, b, [1, 6, 6], device);
     let y = labels(&mut rng, b);
     check(&residual, b, &y, |m, r| m.forward(x.clone().narrow(0, r.start, r.len())));
 
     // The wide convolutions on 7 x 7: P = 49, N = 16, K = 16 x 3 x 3 (standardised) and P = 25,
-    // N = 17 materialised; P = 9, N = 16, K = 17 x 3 x 3 by the ghost norm.
-    assert_eq!(NormMethod::cheapest_on_host(b, 49, 16, 144, true), NormMethod::Materialize);
-    assert_eq!(NormMethod::cheapest_on_host(b, 25, 17, 144, false), NormMethod::Materialize);
-    assert_eq!(NormMethod::cheapest_on_host(b, 9, 16, 153, false), NormMethod::Ghost);
+    // N = 17 materialised; P = 9, N = 16, K = 17 x 3 x 3 on 5 x 5 and the standardised
+    // K = 16 x 3 x 3 on 3 x 3 by the ghost norm, their patches' Grams from their pixels.
+    let from_pixels = |c: usize, hw: usize, p: usize| hw * hw * c + 9 * p * p;
+    assert_eq!(NormMethod::cheapest_on_host(b, 49, 16, 144, from_pixels(16, 49, 49), true), NormMethod::Materialize);
+    assert_eq!(NormMethod::cheapest_on_host(b, 25, 17, 144, from_pixels(16, 49, 25), false), NormMethod::Materialize);
+    assert_eq!(NormMethod::cheapest_on_host(b, 9, 16, 153, from_pixels(17, 25, 9), false), NormMethod::Ghost);
+    assert_eq!(NormMethod::cheapest_on_host(b, 9, 16, 144, from_pixels(16, 9, 9), true), NormMethod::Ghost);
     let wide = Wide::new(device);
     let x = images(&mut rng, b, [1, 7, 7], device);
     let y = labels(&mut rng, b);

@@ -17,8 +17,8 @@
 //! memory ([`NormMethod::cheapest_on_host`]): a materialised layer's clipped sum is a weighted sum
 //! of the kept gradients, a ghost layer's a second GEMM per example, so materialising costs
 //! B N K P multiply-adds plus storing and re-reading B N K floats (cheaper where they fit in the
-//! CPU's last-level cache) against the ghost norm's B P^2 (K + N) and the same B N K P again for
-//! its sum.
+//! CPU's last-level cache) against the ghost norm's B P^2 (K + N) (less where a convolution's
+//! patch Gram comes from its pixels, `host::patch_gram`) and the same B N K P again for its sum.
 //!
 //! A weight-standardised layer (`Conv2d` with `standardize`) computes with
 //! W^ = (W - mean) / s per output row (s = sqrt(var + eps), over the row's K inputs), so its
@@ -86,7 +86,7 @@ fn method_for(input: &LayerInput, grad: &Tensor<3>, standardized: bool) -> NormM
     let [b, k, p] = input.dims();
     let n = grad.dims()[1];
     match input.is_flex() {
-        true => NormMethod::cheapest_on_host(b, p, n, k, standardized),
+        true => NormMethod::cheapest_on_host(b, p, n, k, input.gram_cost(), standardized),
         false => NormMethod::cheapest_for(p, n, k, standardized),
     }
 }
@@ -219,9 +219,9 @@ impl PerExampleGrads for AffineGrads {
             method => host_products::sq_norms(&self.input, &self.grad, method, self.standardization.as_ref()),
         };
         let (weight, kernel) = match on_host {
-            Some((norms, materialized)) => {
+            Some((norms, materialized, kernel)) => {
                 self.materialized = materialized.map(Materialized::Host);
-                (norms, if self.method == NormMethod::Ghost { Kernel::GhostGemm } else { Kernel::PerExampleGemm })
+                (norms, kernel)
             }
             None => {
                 let kernel = match self.method {

@@ -2,6 +2,7 @@
 //! read in place from host memory, one example per task, one GEMM each: a materialised layer's
 //! per-example gradients and their squared norms (through a weight-standardised layer's
 //! Jacobian, row by row, while the example is in cache), a ghost layer's two [P, P] Gram matrices
+//! (a stride-1 convolution's patch Gram from its pixels where cheaper, `host::patch_gram`)
 //! reduced to its squared norms in one thread's buffer (with a standardised layer's correction
 //! terms), and the factor-weighted sums accumulated over fixed parts of the examples (the same
 //! bits on every run). Burn's batched matmul copies a transposed operand and writes every
@@ -20,6 +21,7 @@ use crate::host::buffers::Reused;
 use crate::host::flex::on_flex;
 use crate::host::gemm::{Strided, gemm_into, sum_over_examples};
 use crate::host::kernel_log::{Kernel, Layer, Pass, note};
+use crate::host::patch_gram;
 use crate::host::winograd;
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{Device, Tensor};
@@ -44,6 +46,8 @@ pub(crate) struct Operands<'a> {
     g: &'a [f32],
     /// [B, N, K, P].
     dims: [usize; 4],
+    /// Whether an example's A_b^T A_b is taken from its pixels (`host::patch_gram`).
+    pixel_gram: bool,
 }
 
 impl<'a> Operands<'a> {
@@ -53,7 +57,8 @@ impl<'a> Operands<'a> {
         let [b, c, h, w] = shape;
         let [ho, wo] = patches.output_size([h, w]);
         let k = c * patches.kernel[0] * patches.kernel[1];
-        Self { a: HostInput::Patches(x, [c, h, w], patches), g, dims: [b, n, k, ho * wo] }
+        let pixel_gram = patch_gram::cheaper_cost(&patches, [c, h, w]).is_some();
+        Self { a: HostInput::Patches(x, [c, h, w], patches), g, dims: [b, n, k, ho * wo], pixel_gram }
     }
 
     /// The layer, as the kernel log names it.
@@ -71,6 +76,47 @@ impl<'a> Operands<'a> {
         match self.a {
             HostInput::Dense(_) => Vec::new(),
             HostInput::Patches(..) => vec![0.0; k * p],
+        }
+    }
+
+    /// Scratch for one example's A_b^T A_b ([`Self::gram`]): its pixels' Gram, or its A_b.
+    fn gram_scratch(&self) -> Vec<f32> {
+        match self.a {
+            HostInput::Patches(_, [_, h, w], _) if self.pixel_gram => vec![0.0; patch_gram::scratch_len([h, w])],
+            _ => self.scratch(),
+        }
+    }
+
+    /// Example `e`'s A_b^T A_b [P, P] into `gram`, and A_b's column sums [P] into `sums` where
+    /// asked, with `scratch` from [`Self::gram_scratch`]: from the example's pixels where that is
+    /// cheaper, else from its patches unfolded.
+    fn gram(&self, e: usize, scratch: &mut [f32], gram: &mut [f32], sums: Option<&mut [f32]>) {
+        let [_, _, k, p] = self.dims;
+        if let HostInput::Patches(x, [c, h, w], patches) = &self.a
+            && self.pixel_gram
+        {
+            let x = &x[e * c * h * w..][..c * h * w];
+            patch_gram::gram(x, [*c, *h, *w], patches, scratch, gram);
+            if let Some(sums) = sums {
+                patch_gram::column_sums(x, [*c, *h, *w], patches, scratch, sums);
+            }
+            return;
+        }
+        let (a, _) = self.example(e, scratch);
+        gemm_into(gram, [p, k, p], a.transpose(), a, 1.0, false);
+        if let Some(sums) = sums {
+            sums.fill(0.0);
+            for row in a.values[..k * p].chunks_exact(p) {
+                sums.iter_mut().zip(row).for_each(|(c, &v)| *c += v);
+            }
+        }
+    }
+
+    /// The kernel of this layer's ghost norms.
+    fn ghost_kernel(&self) -> Kernel {
+        match self.pixel_gram {
+            true => Kernel::GhostPixelGram,
+            false => Kernel::GhostGemm,
         }
     }
 
@@ -101,14 +147,14 @@ fn with_operands<T>(input: &LayerInput, grad: &Tensor<3>, f: impl FnOnce(&Operan
         LayerInput::Dense(a) => on_flex(a)?,
         LayerInput::Patches(conv) => on_flex(&conv.x)?,
     };
-    let a = match input {
-        LayerInput::Dense(_) => HostInput::Dense(held.storage::<f32>()),
-        LayerInput::Patches(conv) => {
-            let [_, c, h, w] = conv.x.dims();
-            HostInput::Patches(held.storage::<f32>(), [c, h, w], conv.patches)
+    let g = g.storage::<f32>();
+    let ops = match input {
+        LayerInput::Dense(_) => {
+            Operands { a: HostInput::Dense(held.storage::<f32>()), g, dims: [b, n, k, p], pixel_gram: false }
         }
+        LayerInput::Patches(conv) => Operands::of_convolution(held.storage::<f32>(), conv.x.dims(), conv.patches, g, n),
     };
-    Some(f(&Operands { a, g: g.storage::<f32>(), dims: [b, n, k, p] }))
+    Some(f(&ops))
 }
 
 /// A weight-standardised layer's standardisation on the host: the flex primitives kept alive, W^
@@ -189,8 +235,8 @@ pub(crate) struct HostGradients {
 }
 
 /// One standardised ghost norm (`affine::standardized_ghost`) of example `e`, with `buf` scratch
-/// of 2P^2 + NP + P and `patches` from [`Operands::scratch`].
-fn standardized_ghost(ops: &Operands, st: &HostStandardization, e: usize, buf: &mut [f32], patches: &mut [f32]) -> f32 {
+/// of 2P^2 + NP + P and `scratch` from [`Operands::gram_scratch`].
+fn standardized_ghost(ops: &Operands, st: &HostStandardization, e: usize, buf: &mut [f32], scratch: &mut [f32]) -> f32 {
     let [_, n, k, p] = ops.dims;
     let inv_std = st.inv_std.storage::<f32>();
     let (gram_a, rest) = buf.split_at_mut(p * p);
@@ -201,15 +247,10 @@ fn standardized_ghost(ops: &Operands, st: &HostStandardization, e: usize, buf: &
     for ((out, row), &s) in scaled.chunks_exact_mut(p).zip(g.chunks_exact(p)).zip(inv_std) {
         out.iter_mut().zip(row).for_each(|(o, &v)| *o = v * s);
     }
-    let (a, _) = ops.example(e, patches);
+    ops.gram(e, scratch, gram_a, Some(column_sums));
     let scaled_t = Strided::transposed(scaled, p);
-    gemm_into(gram_a, [p, k, p], a.transpose(), a, 1.0, false);
     gemm_into(gram_g, [p, n, p], scaled_t, scaled_t.transpose(), 1.0, false);
     let full = sum_of_products(gram_a, gram_g);
-    column_sums.fill(0.0);
-    for row in a.values[..k * p].chunks_exact(p) {
-        column_sums.iter_mut().zip(row).for_each(|(c, &v)| *c += v);
-    }
     let projection = &st.projection.storage::<f32>()[e * n * p..][..n * p];
     let removed: f64 = scaled
         .chunks_exact(p)
@@ -226,13 +267,13 @@ fn standardized_ghost(ops: &Operands, st: &HostStandardization, e: usize, buf: &
 
 /// ||J^T G_b A_b^T||^2 for every example [B] (J the identity when `standardization` is None) by
 /// `method` (ghost: from the Gram matrices; otherwise from the gradient itself, which is
-/// returned too, for the weighted sum), on flex.
+/// returned too, for the weighted sum), on flex, with the kernel that took them.
 pub(crate) fn sq_norms(
     input: &LayerInput,
     grad: &Tensor<3>,
     method: NormMethod,
     standardization: Option<&Standardization>,
-) -> Option<(Tensor<1>, Option<HostGradients>)> {
+) -> Option<(Tensor<1>, Option<HostGradients>, Kernel)> {
     let device = grad.device();
     with_operands(input, grad, |ops| {
         let [b, n, k, p] = ops.dims;
@@ -244,21 +285,21 @@ pub(crate) fn sq_norms(
             let norms = (0..b)
                 .into_par_iter()
                 .map_init(
-                    || (vec![0.0f32; 2 * p * p + n * p + p], ops.scratch()),
-                    |(buf, patches), e| match &st {
-                        Some(st) => standardized_ghost(ops, st, e, buf, patches),
+                    || (vec![0.0f32; 2 * p * p + n * p + p], ops.gram_scratch()),
+                    |(buf, scratch), e| match &st {
+                        Some(st) => standardized_ghost(ops, st, e, buf, scratch),
                         None => {
-                            let (a, g_t) = ops.example(e, patches);
                             let (gram_a, rest) = buf.split_at_mut(p * p);
                             let gram_g = &mut rest[..p * p];
-                            gemm_into(gram_a, [p, k, p], a.transpose(), a, 1.0, false);
+                            ops.gram(e, scratch, gram_a, None);
+                            let g_t = Strided::transposed(&ops.g[e * n * p..][..n * p], p);
                             gemm_into(gram_g, [p, n, p], g_t, g_t.transpose(), 1.0, false);
                             sum_of_products(gram_a, gram_g) as f32
                         }
                     },
                 )
                 .collect();
-            return Some((vector(norms, &device), None));
+            return Some((vector(norms, &device), None, ops.ghost_kernel()));
         }
         // Each example's A_b G_b^T [K, N], its norm taken while it is in cache.
         // Every value is written by its example's GEMM: the buffer of an earlier step serves.
@@ -282,7 +323,7 @@ pub(crate) fn sq_norms(
                 )
                 .collect(),
         };
-        Some((vector(norms, &device), Some(HostGradients { values, dims: [b, k, n] })))
+        Some((vector(norms, &device), Some(HostGradients { values, dims: [b, k, n] }), Kernel::PerExampleGemm))
     })?
 }
 

@@ -9,6 +9,7 @@
 use super::merge_views;
 use crate::host::flex::is_flex;
 use crate::host::kernel_log::Layer;
+use crate::host::patch_gram;
 use burn::tensor::Tensor;
 use dp_kernels::{Patches, im2col};
 use std::cell::OnceCell;
@@ -52,6 +53,20 @@ impl LayerInput {
                 let [b, c, h, w] = x.dims();
                 let [ho, wo] = patches.output_size([h, w]);
                 [b, c * patches.kernel[0] * patches.kernel[1], ho * wo]
+            }
+        }
+    }
+
+    /// The operations of one example's Gram A_b^T A_b [P, P] on the host: from its pixels where
+    /// that is cheaper (`host::patch_gram`), else P^2 K.
+    pub(crate) fn gram_cost(&self) -> usize {
+        let [_, k, p] = self.dims();
+        let unfolded = (p * p).saturating_mul(k);
+        match self {
+            LayerInput::Dense(_) => unfolded,
+            LayerInput::Patches(conv) => {
+                let [_, c, h, w] = conv.x.dims();
+                patch_gram::cheaper_cost(&conv.patches, [c, h, w]).unwrap_or(unfolded)
             }
         }
     }

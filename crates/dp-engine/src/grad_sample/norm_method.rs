@@ -46,15 +46,18 @@ impl NormMethod {
     }
 
     /// The cheapest method on the CPU (flex) for `examples` B, `positions` P, `outputs` N and
-    /// `inputs` K, of a layer `standardized` or not (the module comment): materialised when
-    /// c N K <= P^2 (K + N), c = [`STORE_COST_CACHED`] where the B N K floats fit in this CPU's
-    /// last-level cache and [`STORE_COST_MEMORY`] where they do not (or the cache is not known),
-    /// and never beyond [`MAX_MATERIALIZED_BYTES`].
+    /// `inputs` K, whose inputs' [P, P] Gram takes `input_gram` operations per example (P^2 K,
+    /// or fewer for a convolution's patches taken from its pixels), of a layer `standardized` or
+    /// not (the module comment): materialised when c N K <= input_gram + P^2 N,
+    /// c = [`STORE_COST_CACHED`] where the B N K floats fit in this CPU's last-level cache and
+    /// [`STORE_COST_MEMORY`] where they do not (or the cache is not known), and never beyond
+    /// [`MAX_MATERIALIZED_BYTES`].
     pub fn cheapest_on_host(
         examples: usize,
         positions: usize,
         outputs: usize,
         inputs: usize,
+        input_gram: usize,
         standardized: bool,
     ) -> Self {
         if positions == 1 {
@@ -64,7 +67,7 @@ impl NormMethod {
         let bytes = examples.saturating_mul(outputs * inputs).saturating_mul(std::mem::size_of::<f32>());
         let cached = machine::last_level_cache().is_some_and(|cache| bytes as u64 <= cache);
         let c = if cached { STORE_COST_CACHED } else { STORE_COST_MEMORY };
-        let ghost_cost = (positions * positions).saturating_mul(inputs + outputs);
+        let ghost_cost = (positions * positions).saturating_mul(outputs).saturating_add(input_gram);
         if c.saturating_mul(outputs * inputs) <= ghost_cost && bytes <= MAX_MATERIALIZED_BYTES {
             NormMethod::Materialize
         } else {

@@ -54,6 +54,9 @@ pub enum Kernel {
     Burn,
     /// Norms from each example's two Gram matrices, GEMMs on the host.
     GhostGemm,
+    /// The same with the patches' Gram from the input's own pixels, shifted per kernel tap
+    /// (`host::patch_gram`).
+    GhostPixelGram,
     /// Norms of each example's gradient, materialised by a GEMM on the host and kept for the sum.
     PerExampleGemm,
     /// The sum of the per-example gradients kept by the norms.
@@ -79,6 +82,7 @@ impl Kernel {
             Kernel::Gemm => "gemm",
             Kernel::Burn => "burn",
             Kernel::GhostGemm => "ghost-gemm",
+            Kernel::GhostPixelGram => "ghost-pixel-gram",
             Kernel::PerExampleGemm => "per-example-gemm",
             Kernel::KeptPerExample => "kept-per-example",
             Kernel::RankOne => "rank-one",

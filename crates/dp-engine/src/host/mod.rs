@@ -1,7 +1,8 @@
 //! The CPU fast paths the engine owns on Burn's flex backend: host access to flex tensors
 //! (`flex`), reused scratch buffers (`buffers`), a scale and shift's sums per channel
 //! (`channel_sums`), the GEMMs of the per-example products (`gemm`),
-//! the 3x3 convolutions by Winograd's minimal filtering (`winograd`),
+//! the 3x3 convolutions by Winograd's minimal filtering (`winograd`), a convolution's patch Gram
+//! from its pixels (`patch_gram`),
 //! the allocator setting a training program may ask for ([`keep_freed_memory`]), the machine a
 //! CPU figure was measured on ([`Machine`]), where a step's time goes ([`PhaseClock`]) and which
 //! kernel ran each pass of each layer ([`KernelLog`]).
@@ -13,6 +14,7 @@ pub(crate) mod gemm;
 pub(crate) mod kernel_log;
 pub(crate) mod machine;
 pub(crate) mod memory;
+pub(crate) mod patch_gram;
 pub(crate) mod phases;
 pub(crate) mod winograd;
 pub use kernel_log::{Kernel, KernelLog, KernelUse, Pass};
