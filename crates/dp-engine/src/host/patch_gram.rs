@@ -5,7 +5,7 @@
 //! C-long products are taken once per pair of input pixels (one GEMM, X^T X [HW, HW]) and the
 //! taps add shifted blocks of it: (HW)^2 C + taps P^2 operations against the unfolded Gram's
 //! P^2 C taps, about 9 times fewer for a 3x3 convolution that keeps its size. The ghost norms of
-//! `grad_sample::host_products` read it where it is cheaper ([`cost`]).
+//! `grad_sample::host_products` read it where it is cheaper ([`cheaper_cost`]).
 
 use super::gemm::{Strided, gemm_into};
 use dp_kernels::Patches;
@@ -50,7 +50,7 @@ pub(crate) fn gram(x: &[f32], shape: [usize; 3], patches: &Patches, pixels: &mut
         #[inline(always)]
         || {
             for tap in taps(patches, [h, w]) {
-                let (rows, cols) = (tap.rows.clone(), tap.cols.clone());
+                let (rows, cols) = (&tap.rows, &tap.cols);
                 let len = cols.len();
                 for i in rows.clone() {
                     for j in cols.clone() {
