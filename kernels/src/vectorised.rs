@@ -2,7 +2,9 @@
 //! are built for the x86-64 baseline (SSE2), so that one binary runs on any x86-64 CPU, and the
 //! loops the compiler vectorises then use 4 lanes where AVX-512 has 16. `pulp` (already the gemm
 //! crate's dispatcher) runs a closure inside a function compiled for AVX-512 or AVX2 where the
-//! CPU has them, so that the closure's loops vectorise to that width.
+//! CPU has them, so that the closure's loops vectorise to that width. Each arm is a pulp feature
+//! (`x86-v4`, `x86-v3`), both named in this crate's manifest: Burn turns on only `x86-v4`, and
+//! without `x86-v3` an AVX2 CPU ran every such loop in the baseline's 4 SSE lanes.
 
 /// Runs `f` compiled for the widest vector instructions this CPU has. The result is the one
 /// the baseline build gives: the same operations in the same order (no fast-math, no fused

@@ -116,7 +116,8 @@ impl Residual {
 /// transform (`host::winograd`): the forward passes and input gradients that every per-example
 /// gradient reads (a weight-standardised layer's and a plain one's materialised, two ghost
 /// layers', one standardised), and the ghost layers' clipped sums, by the transform; the ghost
-/// norms' patch Grams from the layers' pixels on flex (`host::patch_gram`).
+/// norms' patch Grams from the layers' pixels on flex (`host::patch_gram`); on larger images, each
+/// example's materialised gradient by the transform over its own tiles (`host::winograd`).
 #[derive(Module, Debug)]
 struct Wide {
     stem: Conv2d,
@@ -401,6 +402,27 @@ fn ndarray_dp_layers_match_the_naive_loop() {
 #[test]
 fn flex_dp_layers_match_the_naive_loop() {
     check_all(&backend::cpu().device);
+}
+
+/// The wide convolutions on 17 x 17 on flex: conv1 (standardised, P = 17 x 17) and conv2
+/// (P = 15 x 15) materialise their norms with 90 and 72 tiles per example, each example's
+/// gradient by Winograd's transform (`host::winograd::per_example`, flex's alone: the other
+/// backends' per-example products are the ones `check_all` tests); conv3 and conv4 (P = 13 x 13,
+/// 56 tiles) by the unfolded patches.
+#[test]
+fn flex_per_example_winograd_matches_the_naive_loop() {
+    let (mut rng, b) = (ChaCha20Rng::seed_from_u64(4), 5);
+    let from_pixels = |c: usize, hw: usize, p: usize| hw * hw * c + 9 * p * p;
+    assert_eq!(NormMethod::cheapest_on_host(b, 289, 16, 144, from_pixels(16, 289, 289), true), NormMethod::Materialize);
+    assert_eq!(
+        NormMethod::cheapest_on_host(b, 225, 17, 144, from_pixels(16, 289, 225), false),
+        NormMethod::Materialize
+    );
+    let device = backend::cpu().device;
+    let wide = Wide::new(&device);
+    let x = images(&mut rng, b, [1, 17, 17], &device);
+    let y = labels(&mut rng, b);
+    check(&wide, b, &y, |m, r| m.forward(x.clone().narrow(0, r.start, r.len())));
 }
 
 #[test]

@@ -59,6 +59,9 @@ pub enum Kernel {
     GhostPixelGram,
     /// Norms of each example's gradient, materialised by a GEMM on the host and kept for the sum.
     PerExampleGemm,
+    /// The same, each example's gradient by Winograd's transform over its own tiles
+    /// (`host::winograd::per_example`).
+    PerExampleWinograd,
     /// The sum of the per-example gradients kept by the norms.
     KeptPerExample,
     /// A rank-one gradient's norm or sum (one position per example).
@@ -84,6 +87,7 @@ impl Kernel {
             Kernel::GhostGemm => "ghost-gemm",
             Kernel::GhostPixelGram => "ghost-pixel-gram",
             Kernel::PerExampleGemm => "per-example-gemm",
+            Kernel::PerExampleWinograd => "per-example-winograd",
             Kernel::KeptPerExample => "kept-per-example",
             Kernel::RankOne => "rank-one",
             Kernel::GhostTensor => "ghost-tensor",

@@ -8,7 +8,8 @@
 //! ([`examples_per_part`]), each part on one thread and written to its own examples' outputs (the
 //! result does not depend on the threads). The same routine is the convolution's input gradient:
 //! the output gradient correlated with the weight flipped and transposed, padded by 2 - p; the
-//! summed weight gradient ([`weight_grad`]) is the adjoint of the transform, in fixed parts.
+//! summed weight gradient ([`weight_grad`]) is the adjoint of the transform, in fixed parts, and
+//! one example's own ([`per_example`]) the same adjoint over that example's tiles.
 
 use super::buffers::Reused;
 use super::gemm::{Strided, gemm_into, sum_over_examples};
@@ -16,6 +17,8 @@ use super::machine::second_level_cache;
 use dp_kernels::Patches;
 use dp_kernels::vectorised::vectorised;
 use rayon::prelude::*;
+
+pub(crate) mod per_example;
 
 /// Values of a transformed tile (4x4).
 const TILE: usize = 16;
@@ -536,14 +539,14 @@ mod tests {
         y
     }
 
-    fn values(n: usize, seed: usize) -> Vec<f32> {
+    pub(super) fn values(n: usize, seed: usize) -> Vec<f32> {
         (0..n).map(|i| ((i * 37 + seed) % 23) as f32 / 7.0 - 1.5).collect()
     }
 
     /// Ragged shapes ([B, C_in, H, W], C_out, padding): odd sizes (a last tile half outside), one
     /// row, each padding, one channel, examples enough for several parts of a convolution and
     /// several chunks of a sum, and tiles enough for several sums.
-    const SHAPES: [([usize; 4], usize, [usize; 2]); 7] = [
+    pub(super) const SHAPES: [([usize; 4], usize, [usize; 2]); 7] = [
         ([3, 5, 7, 9], 4, [1, 1]),
         ([19, 17, 8, 8], 16, [1, 1]),
         ([40, 2, 30, 29], 3, [1, 1]),
@@ -568,7 +571,7 @@ mod tests {
     }
 
     /// Σ_b s_b Σ_positions dy x over the padded input, by its definition: [C_out, C_in, 3, 3].
-    fn naive_weight_grad(
+    pub(super) fn naive_weight_grad(
         x: &[f32],
         [b, c_in, h, w]: [usize; 4],
         dy: &[f32],

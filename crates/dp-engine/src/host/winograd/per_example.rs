@@ -1,0 +1,156 @@
+//! One example's weight gradient of a 3x3 stride-1 convolution by F(2x2, 3x3), for the DP step's
+//! materialised per-example gradients: the example's 16 transformed products
+//! M_xi^T = (B^T d B)_xi (A dY A^T)_xi^T [C_in, C_out] over its own tiles, then G^T M G per channel
+//! pair, taken a whole row of output channels at a time (one input channel's 16 rows read
+//! contiguously, its nine taps written as nine rows of the kept [C_in 9, C_out] layout). 16
+//! multiply-adds per tile and channel pair against the unfolded GEMM's 36 per output pixel's
+//! four; it pays where an example has tiles enough for the GEMMs' inner dimension
+//! ([`pays`]).
+
+use super::{Geometry, Scratch, TILE, applies, gradients, transform_inputs};
+use crate::host::gemm::{Strided, gemm_into};
+use dp_kernels::Patches;
+use dp_kernels::vectorised::vectorised;
+
+/// Whether one example's gradient of a convolution of `patches` from x [B, C_in, H, W] to
+/// `c_out` channels goes by F(2x2, 3x3) rather than its unfolded patches: [`applies`], and at
+/// least [`MIN_TILES`] GEMM columns per example (below, the GEMMs' packing outweighs their
+/// products). Measured on the AMD EPYC VM (docs/BENCHMARKS.md, issue 53).
+pub(crate) fn pays(patches: &Patches, input: [usize; 4], c_out: usize) -> bool {
+    let [_, _, h, w] = input;
+    applies(patches, input, c_out)
+        && Geometry::new([1, input[1], h, w], c_out, patches.padding).per_example() >= MIN_TILES
+}
+
+/// The fewest GEMM columns (tiles and one spare per tile row) of one example for [`pays`].
+const MIN_TILES: usize = 64;
+
+/// One thread's buffers for [`ExampleProducts::product`]: the example's transforms, its 16
+/// products [16, C_in, C_out] and G^T applied along one axis [4, 3, C_out].
+pub(crate) struct ExampleProducts {
+    geometry: Geometry,
+    scratch: Scratch,
+    products: Vec<f32>,
+    rows: Vec<f32>,
+}
+
+impl ExampleProducts {
+    /// Buffers for examples [C_in, H, W] (`input`) of a convolution to `c_out` channels padded
+    /// by `padding`.
+    pub(crate) fn new([c_in, h, w]: [usize; 3], c_out: usize, padding: [usize; 2]) -> Self {
+        let geometry = Geometry::new([1, c_in, h, w], c_out, padding);
+        Self {
+            scratch: Scratch::new(&geometry, 1),
+            products: vec![0.0; TILE * c_in * c_out],
+            rows: vec![0.0; 12 * c_out],
+            geometry,
+        }
+    }
+
+    /// The weight gradient of one example x [C_in, H, W] given its output gradient `grad`
+    /// [C_out, H', W'], as its transpose [C_in 9, C_out] (row i 9 + 3 r + s the tap (r, s) of
+    /// input channel i, the unfolded patches' order) into `out`.
+    pub(crate) fn product(&mut self, x: &[f32], grad: &[f32], out: &mut [f32]) {
+        let g = &self.geometry;
+        let ([_, c_in, h, w], c_out, [ho, wo]) = (g.input, g.c_out, g.output);
+        assert!(
+            x.len() == c_in * h * w && grad.len() == c_out * ho * wo && out.len() == 9 * c_in * c_out,
+            "Winograd operand sizes"
+        );
+        let (columns, lane_v) = transform_inputs(x, g, &mut self.scratch);
+        let lane_z = c_out * columns;
+        let s = &mut self.scratch;
+        let z = &mut s.m.values_mut()[..TILE * lane_z];
+        vectorised(
+            #[inline(always)]
+            || gradients(grad, None, z, [columns, lane_z], g, &mut s.planes),
+        );
+        let v = s.v.values();
+        for xi in 0..TILE {
+            let lhs = Strided::row_major(&v[xi * lane_v..][..c_in * columns], columns);
+            let rhs = Strided::transposed(&z[xi * lane_z..][..c_out * columns], columns);
+            let dst = &mut self.products[xi * c_in * c_out..][..c_in * c_out];
+            gemm_into(dst, [c_in, columns, c_out], lhs, rhs, 1.0, false);
+        }
+        let (products, rows) = (&self.products, &mut self.rows);
+        vectorised(
+            #[inline(always)]
+            || {
+                for (i, taps) in out.chunks_exact_mut(9 * c_out).enumerate() {
+                    kernels(products, [i, c_in, c_out], rows, taps);
+                }
+            },
+        );
+    }
+}
+
+/// G^T M G of input channel `i` against every output channel: the 16 rows M_xi[i, ..] of
+/// `products` [16, C_in, C_out] into the nine rows `taps` [9, C_out], through `rows` [4, 3, C_out]
+/// (G^T along the columns q of each row a of the tile).
+#[inline(always)]
+fn kernels(products: &[f32], [i, c_in, c_out]: [usize; 3], rows: &mut [f32], taps: &mut [f32]) {
+    let m = |xi: usize| &products[(xi * c_in + i) * c_out..][..c_out];
+    for (a, row) in rows.chunks_exact_mut(3 * c_out).enumerate() {
+        g_t_rows(row, [m(4 * a), m(4 * a + 1), m(4 * a + 2), m(4 * a + 3)], 1);
+    }
+    let rows: &[f32] = rows;
+    for s in 0..3 {
+        let row = |a: usize| &rows[(3 * a + s) * c_out..][..c_out];
+        g_t_rows(&mut taps[s * c_out..], [row(0), row(1), row(2), row(3)], 3);
+    }
+}
+
+/// G^T x of four rows (x0, x1, x2, x3) elementwise into three rows of `out`, the k-th at
+/// `out[k stride n..]` (n the rows' length): x0 + (x1 + x2) / 2, (x1 - x2) / 2 and
+/// (x1 + x2) / 2 + x3.
+#[inline(always)]
+fn g_t_rows(out: &mut [f32], [x0, x1, x2, x3]: [&[f32]; 4], stride: usize) {
+    let n = x0.len();
+    let (first, rest) = out.split_at_mut(stride * n);
+    let (second, rest) = rest.split_at_mut(stride * n);
+    let terms = first[..n].iter_mut().zip(&mut second[..n]).zip(&mut rest[..n]);
+    for ((((((p, d), q), &a), &b), &c), &e) in terms.zip(x0).zip(x1).zip(x2).zip(x3) {
+        let half_sum = 0.5 * (b + c);
+        (*p, *d, *q) = (a + half_sum, 0.5 * (b - c), half_sum + e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{SHAPES, naive_weight_grad, values};
+    use super::*;
+
+    /// Each example's gradient, transposed to [C_in 9, C_out], against the definition's for that
+    /// example alone.
+    #[test]
+    fn each_example_gradient_equals_its_definition() {
+        for (input, c_out, padding) in SHAPES {
+            let [b, c_in, h, w] = input;
+            let [ho, wo] = [h + 2 * padding[0] - 2, w + 2 * padding[1] - 2];
+            let x = values(b * c_in * h * w, 5);
+            let dy = values(b * c_out * ho * wo, 2);
+            let mut products = ExampleProducts::new([c_in, h, w], c_out, padding);
+            let mut got = vec![f32::NAN; 9 * c_in * c_out];
+            for e in 0..b {
+                let [xe, dye] = [(&x, c_in * h * w), (&dy, c_out * ho * wo)].map(|(t, n)| &t[e * n..][..n]);
+                let want = naive_weight_grad(xe, [1, c_in, h, w], dye, c_out, padding, &[1.0]);
+                products.product(xe, dye, &mut got);
+                let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+                let worst = (0..want.len())
+                    .map(|j| (got[j % (9 * c_in) * c_out + j / (9 * c_in)] - want[j]).abs() / scale)
+                    .fold(0.0f32, f32::max);
+                assert!(worst < 1e-5, "{input:?} to {c_out} padded {padding:?}, example {e}: {worst:e}");
+            }
+        }
+    }
+
+    /// Examples with fewer than 64 GEMM columns keep the unfolded product.
+    #[test]
+    fn few_tiles_keep_the_unfolded_product() {
+        let patches = |padding| Patches { kernel: [3, 3], stride: [1, 1], padding, dilation: [1, 1] };
+        assert!(pays(&patches([1, 1]), [8, 64, 32, 32], 64));
+        assert!(pays(&patches([1, 1]), [8, 128, 16, 16], 128));
+        assert!(!pays(&patches([1, 1]), [8, 256, 8, 8], 256));
+        assert!(!pays(&patches([1, 1]), [8, 8, 32, 32], 64));
+    }
+}
