@@ -282,7 +282,7 @@ pub(crate) fn weight_grad(
             let [x, grad] =
                 [(x, c_in * h * w), (grad, c_out * ho * wo)].map(|(t, n)| &t[chunk.start * n..chunk.end * n]);
             let scales = scales.map(|s| &s[chunk]);
-            transformed_product(x, grad, scales, &g, &mut s, acc);
+            transformed_product(x, grad, scales, &g, &mut s, acc, false);
         }
     });
     let mut dw = vec![0.0f32; c_out * c_in * 9];
@@ -292,11 +292,20 @@ pub(crate) fn weight_grad(
     dw
 }
 
-/// dU += Σ_b s_b (A dY_b A^T) (B^T d_b B)^T over the tiles of the
-/// examples x [E, C_in, H, W] and their output gradients `grad` [E, C_out, H', W'], with the
-/// factors `scales` s [E] (one each when None): 16 GEMMs of [C_out, columns] by [columns, C_in]
-/// into `du` [16, C_out, C_in].
-fn transformed_product(x: &[f32], grad: &[f32], scales: Option<&[f32]>, g: &Geometry, s: &mut Scratch, du: &mut [f32]) {
+/// dU = Σ_b s_b (A dY_b A^T) (B^T d_b B)^T over the tiles of the examples x [E, C_in, H, W] and
+/// their output gradients `grad` [E, C_out, H', W'], with the factors `scales` s [E] (one each
+/// when None): 16 GEMMs over the part's columns, added into `du` [16, C_out, C_in] (a part of a
+/// sum), or, for `one_example`, written into `du` as the transposes [16, C_in, C_out] (the order
+/// of [`per_example`]'s kept layout).
+fn transformed_product(
+    x: &[f32],
+    grad: &[f32],
+    scales: Option<&[f32]>,
+    g: &Geometry,
+    s: &mut Scratch,
+    du: &mut [f32],
+    one_example: bool,
+) {
     let ([_, c_in, _, _], c_out) = (g.input, g.c_out);
     let (columns, lane_v) = transform_inputs(x, g, s);
     let lane_z = c_out * columns;
@@ -307,9 +316,11 @@ fn transformed_product(x: &[f32], grad: &[f32], scales: Option<&[f32]>, g: &Geom
     );
     let v = s.v.values();
     for xi in 0..TILE {
-        let lhs = Strided::row_major(&z[xi * lane_z..][..c_out * columns], columns);
-        let rhs = Strided::transposed(&v[xi * lane_v..][..c_in * columns], columns);
-        gemm_into(&mut du[xi * c_out * c_in..][..c_out * c_in], [c_out, columns, c_in], lhs, rhs, 1.0, true);
+        let z = (&z[xi * lane_z..][..c_out * columns], c_out);
+        let v = (&v[xi * lane_v..][..c_in * columns], c_in);
+        let ((lhs, m), (rhs, n)) = if one_example { (v, z) } else { (z, v) };
+        let [lhs, rhs] = [Strided::row_major(lhs, columns), Strided::transposed(rhs, columns)];
+        gemm_into(&mut du[xi * m * n..][..m * n], [m, columns, n], lhs, rhs, 1.0, !one_example);
     }
 }
 

@@ -7,8 +7,7 @@
 //! four; it pays where an example has tiles enough for the GEMMs' inner dimension
 //! ([`pays`]).
 
-use super::{Geometry, Scratch, TILE, applies, gradients, transform_inputs};
-use crate::host::gemm::{Strided, gemm_into};
+use super::{Geometry, Scratch, TILE, applies, transformed_product};
 use dp_kernels::Patches;
 use dp_kernels::vectorised::vectorised;
 
@@ -57,21 +56,7 @@ impl ExampleProducts {
             x.len() == c_in * h * w && grad.len() == c_out * ho * wo && out.len() == 9 * c_in * c_out,
             "Winograd operand sizes"
         );
-        let (columns, lane_v) = transform_inputs(x, g, &mut self.scratch);
-        let lane_z = c_out * columns;
-        let s = &mut self.scratch;
-        let z = &mut s.m.values_mut()[..TILE * lane_z];
-        vectorised(
-            #[inline(always)]
-            || gradients(grad, None, z, [columns, lane_z], g, &mut s.planes),
-        );
-        let v = s.v.values();
-        for xi in 0..TILE {
-            let lhs = Strided::row_major(&v[xi * lane_v..][..c_in * columns], columns);
-            let rhs = Strided::transposed(&z[xi * lane_z..][..c_out * columns], columns);
-            let dst = &mut self.products[xi * c_in * c_out..][..c_in * c_out];
-            gemm_into(dst, [c_in, columns, c_out], lhs, rhs, 1.0, false);
-        }
+        transformed_product(x, grad, None, g, &mut self.scratch, &mut self.products, true);
         let (products, rows) = (&self.products, &mut self.rows);
         vectorised(
             #[inline(always)]
