@@ -59,7 +59,7 @@ struct ProductScratch {
     /// One example's A_b unfolded (empty where the layer is dense or takes Winograd's path).
     patches: Vec<f32>,
     /// One example's transforms and products, where Winograd's path pays.
-    winograd: Option<Box<ExampleProducts>>,
+    winograd: Option<ExampleProducts>,
 }
 
 impl<'a> Operands<'a> {
@@ -103,7 +103,7 @@ impl<'a> Operands<'a> {
         match self.a {
             HostInput::Patches(_, input, patches) if self.winograd_products => ProductScratch {
                 patches: Vec::new(),
-                winograd: Some(Box::new(ExampleProducts::new(input, self.dims[1], patches.padding))),
+                winograd: Some(ExampleProducts::new(input, self.dims[1], patches.padding)),
             },
             _ => ProductScratch { patches: self.scratch(), winograd: None },
         }
@@ -401,9 +401,7 @@ pub(crate) fn summed_products(ops: &Operands, scales: Option<&[f32]>, pass: Pass
         && winograd::applies(&patches, [b, c, h, w], n)
     {
         note(&ops.layer(), pass, Kernel::WinogradF2x2_3x3);
-        // [N, K] by Winograd's transform, transposed.
-        let sum = winograd::weight_grad(x, [b, c, h, w], ops.g, n, patches.padding, scales);
-        return (0..k * n).map(|i| sum[i % n * k + i / n]).collect();
+        return winograd::weight_grad(x, [b, c, h, w], ops.g, n, patches.padding, scales);
     }
     let kernel = match ops.a {
         HostInput::Dense(_) => Kernel::Gemm,

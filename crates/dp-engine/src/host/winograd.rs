@@ -255,10 +255,11 @@ fn inputs(x: &[f32], v: &mut [f32], [columns, lane]: [usize; 2], g: &Geometry, p
 
 /// The weight gradient Σ_b s_b G_b ⋆ x_b of the correlation of x [B, C_in, H, W] (`input`)
 /// padded by `padding`, given its output gradient `grad` [B, C_out, H', W'], with the factors
-/// `scales` s [B] (one each when None), as [C_out, C_in, 3, 3]: in the transformed domain the
-/// gradient of U is Σ_tiles (A dY A^T) ⊙ (B^T d B), 16 GEMMs of [C_out, columns] by [columns,
-/// C_in] over all the tiles of a part, and the kernel's is G^T dU G. The examples are summed
-/// over fixed parts (`sum_over_examples`: the same bits on every run).
+/// `scales` s [B] (one each when None), as its transpose [C_in 9, C_out] (row i 9 + 3 r + s the
+/// tap (r, s) of input channel i, the unfolded patches' order): in the transformed domain the
+/// gradient of U^T is Σ_tiles (B^T d B) ⊙ (A dY A^T), 16 GEMMs of [C_in, columns] by [columns,
+/// C_out] over all the tiles of a part, and the kernel's is G^T dU G ([`back_transform`]). The
+/// examples are summed over fixed parts (`sum_over_examples`: the same bits on every run).
 pub(crate) fn weight_grad(
     x: &[f32],
     input: [usize; 4],
@@ -275,28 +276,25 @@ pub(crate) fn weight_grad(
         "Winograd operand sizes"
     );
     let examples = examples_per_part(&g);
-    let du = sum_over_examples(b, SUM_COLUMNS.div_ceil(g.per_example()), TILE * c_out * c_in, |acc, range| {
+    let du = sum_over_examples(b, SUM_COLUMNS.div_ceil(g.per_example()), TILE * c_in * c_out, |acc, range| {
         let mut s = Scratch::new(&g, examples);
         for start in range.clone().step_by(examples) {
             let chunk = start..(start + examples).min(range.end);
             let [x, grad] =
                 [(x, c_in * h * w), (grad, c_out * ho * wo)].map(|(t, n)| &t[chunk.start * n..chunk.end * n]);
             let scales = scales.map(|s| &s[chunk]);
-            transformed_product(x, grad, scales, &g, &mut s, acc, false);
+            transformed_product(x, grad, scales, &g, &mut s, acc, true);
         }
     });
-    let mut dw = vec![0.0f32; c_out * c_in * 9];
-    for (pair, kernel) in dw.chunks_exact_mut(9).enumerate() {
-        *<&mut [f32; 9]>::try_from(kernel).expect("nine values") = kernel_of(&du, c_out * c_in, pair);
-    }
+    let mut dw = vec![0.0f32; 9 * c_in * c_out];
+    back_transform(&du, [c_in, c_out], &mut vec![0.0; 12 * c_out], &mut dw);
     dw
 }
 
-/// dU = Σ_b s_b (A dY_b A^T) (B^T d_b B)^T over the tiles of the examples x [E, C_in, H, W] and
-/// their output gradients `grad` [E, C_out, H', W'], with the factors `scales` s [E] (one each
-/// when None): 16 GEMMs over the part's columns, added into `du` [16, C_out, C_in] (a part of a
-/// sum), or, for `one_example`, written into `du` as the transposes [16, C_in, C_out] (the order
-/// of [`per_example`]'s kept layout).
+/// dU^T = Σ_b s_b (B^T d_b B) (A dY_b A^T)^T [16, C_in, C_out] over the tiles of the examples x
+/// [E, C_in, H, W] and their output gradients `grad` [E, C_out, H', W'], with the factors
+/// `scales` s [E] (one each when None): 16 GEMMs over the part's columns, added into `du` where
+/// `accumulate` (a part of a sum), written over it otherwise (one example's).
 fn transformed_product(
     x: &[f32],
     grad: &[f32],
@@ -304,7 +302,7 @@ fn transformed_product(
     g: &Geometry,
     s: &mut Scratch,
     du: &mut [f32],
-    one_example: bool,
+    accumulate: bool,
 ) {
     let ([_, c_in, _, _], c_out) = (g.input, g.c_out);
     let (columns, lane_v) = transform_inputs(x, g, s);
@@ -316,11 +314,48 @@ fn transformed_product(
     );
     let v = s.v.values();
     for xi in 0..TILE {
-        let z = (&z[xi * lane_z..][..c_out * columns], c_out);
-        let v = (&v[xi * lane_v..][..c_in * columns], c_in);
-        let ((lhs, m), (rhs, n)) = if one_example { (v, z) } else { (z, v) };
-        let [lhs, rhs] = [Strided::row_major(lhs, columns), Strided::transposed(rhs, columns)];
-        gemm_into(&mut du[xi * m * n..][..m * n], [m, columns, n], lhs, rhs, 1.0, !one_example);
+        let lhs = Strided::row_major(&v[xi * lane_v..][..c_in * columns], columns);
+        let rhs = Strided::transposed(&z[xi * lane_z..][..c_out * columns], columns);
+        let dst = &mut du[xi * c_in * c_out..][..c_in * c_out];
+        gemm_into(dst, [c_in, columns, c_out], lhs, rhs, 1.0, accumulate);
+    }
+}
+
+/// G^T M G of every channel pair of `products` M^T [16, C_in, C_out] into `taps` [C_in 9, C_out]
+/// (row i 9 + 3 r + s the tap (r, s) of input channel i), a whole row of output channels at a
+/// time: one input channel's 16 rows read contiguously, G^T along the columns q of each row a of
+/// the tile into `rows` [4, 3, C_out], then along the rows into its nine taps.
+fn back_transform(products: &[f32], [c_in, c_out]: [usize; 2], rows: &mut [f32], taps: &mut [f32]) {
+    vectorised(
+        #[inline(always)]
+        || {
+            for (i, taps) in taps.chunks_exact_mut(9 * c_out).enumerate() {
+                let m = |xi: usize| &products[(xi * c_in + i) * c_out..][..c_out];
+                for (a, row) in rows.chunks_exact_mut(3 * c_out).enumerate() {
+                    g_t_rows(row, [m(4 * a), m(4 * a + 1), m(4 * a + 2), m(4 * a + 3)], 1);
+                }
+                let rows: &[f32] = rows;
+                for s in 0..3 {
+                    let row = |a: usize| &rows[(3 * a + s) * c_out..][..c_out];
+                    g_t_rows(&mut taps[s * c_out..], [row(0), row(1), row(2), row(3)], 3);
+                }
+            }
+        },
+    );
+}
+
+/// G^T x of four rows (x0, x1, x2, x3) elementwise into three rows of `out`, the k-th at
+/// `out[k stride n..]` (n the rows' length): x0 + (x1 + x2) / 2, (x1 - x2) / 2 and
+/// (x1 + x2) / 2 + x3.
+#[inline(always)]
+fn g_t_rows(out: &mut [f32], [x0, x1, x2, x3]: [&[f32]; 4], stride: usize) {
+    let n = x0.len();
+    let (first, rest) = out.split_at_mut(stride * n);
+    let (second, rest) = rest.split_at_mut(stride * n);
+    let terms = first[..n].iter_mut().zip(&mut second[..n]).zip(&mut rest[..n]);
+    for ((((((p, d), q), &a), &b), &c), &e) in terms.zip(x0).zip(x1).zip(x2).zip(x3) {
+        let half_sum = 0.5 * (b + c);
+        (*p, *d, *q) = (a + half_sum, 0.5 * (b - c), half_sum + e);
     }
 }
 
@@ -351,15 +386,6 @@ fn gradients(
 /// channels at 8x8, lot 64, 27.1 against 32.9 with a part per 4 examples (34.4 for the
 /// unfolded GEMM); 128 to 128 at 8x8, lot 128, 12.7 against 14.0; 1024 columns no better.
 const SUM_COLUMNS: usize = 512;
-
-/// The 3x3 kernel G^T X G of channel pair `pair` (o C_in + i) of dU [16, pairs], row-major.
-fn kernel_of(du: &[f32], pairs: usize, pair: usize) -> [f32; 9] {
-    let g_t = |x: [f32; 4]| [x[0] + 0.5 * (x[1] + x[2]), 0.5 * (x[1] - x[2]), 0.5 * (x[1] + x[2]) + x[3]];
-    let at = |a: usize, q: usize| du[(a * 4 + q) * pairs + pair];
-    let rows: [[f32; 3]; 4] = std::array::from_fn(|a| g_t([at(a, 0), at(a, 1), at(a, 2), at(a, 3)]));
-    let columns: [[f32; 3]; 3] = std::array::from_fn(|s| g_t([rows[0][s], rows[1][s], rows[2][s], rows[3][s]]));
-    std::array::from_fn(|k| columns[k % 3][k / 3])
-}
 
 /// A dY A^T of every tile of one channel's output gradient dY [H', W'] times `scale`, written to
 /// `z[offset + xi * stride + t]` in the columns of [`input_tiles`] (zero in the column no output
@@ -608,7 +634,7 @@ mod tests {
         dw
     }
 
-    /// The weight gradient, each example scaled.
+    /// The weight gradient, each example scaled, transposed to [C_in 9, C_out].
     #[test]
     fn the_weight_gradient_equals_its_definition() {
         for (input, c_out, padding) in SHAPES {
@@ -620,7 +646,9 @@ mod tests {
             let want = naive_weight_grad(&x, input, &dy, c_out, padding, &scales);
             let got = weight_grad(&x, input, &dy, c_out, padding, Some(&scales));
             let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
-            let worst = got.iter().zip(&want).map(|(g, e)| (g - e).abs() / scale).fold(0.0f32, f32::max);
+            let worst = (0..want.len())
+                .map(|j| (got[j % (9 * c_in) * c_out + j / (9 * c_in)] - want[j]).abs() / scale)
+                .fold(0.0f32, f32::max);
             assert!(worst < 1e-5, "{input:?} to {c_out} padded {padding:?}: {worst:e}");
         }
     }

@@ -1,15 +1,13 @@
 //! One example's weight gradient of a 3x3 stride-1 convolution by F(2x2, 3x3), for the DP step's
 //! materialised per-example gradients: the example's 16 transformed products
 //! M_xi^T = (B^T d B)_xi (A dY A^T)_xi^T [C_in, C_out] over its own tiles, then G^T M G per channel
-//! pair, taken a whole row of output channels at a time (one input channel's 16 rows read
-//! contiguously, its nine taps written as nine rows of the kept [C_in 9, C_out] layout). 16
+//! pair into the kept [C_in 9, C_out] layout (the summed gradient's own `back_transform`). 16
 //! multiply-adds per tile and channel pair against the unfolded GEMM's 36 per output pixel's
 //! four; it pays where an example has tiles enough for the GEMMs' inner dimension
 //! ([`pays`]).
 
-use super::{Geometry, Scratch, TILE, applies, transformed_product};
+use super::{Geometry, Scratch, TILE, applies, back_transform, transformed_product};
 use dp_kernels::Patches;
-use dp_kernels::vectorised::vectorised;
 
 /// Whether one example's gradient of a convolution of `patches` from x [B, C_in, H, W] to
 /// `c_out` channels goes by F(2x2, 3x3) rather than its unfolded patches: [`applies`], and at
@@ -56,47 +54,8 @@ impl ExampleProducts {
             x.len() == c_in * h * w && grad.len() == c_out * ho * wo && out.len() == 9 * c_in * c_out,
             "Winograd operand sizes"
         );
-        transformed_product(x, grad, None, g, &mut self.scratch, &mut self.products, true);
-        let (products, rows) = (&self.products, &mut self.rows);
-        vectorised(
-            #[inline(always)]
-            || {
-                for (i, taps) in out.chunks_exact_mut(9 * c_out).enumerate() {
-                    kernels(products, [i, c_in, c_out], rows, taps);
-                }
-            },
-        );
-    }
-}
-
-/// G^T M G of input channel `i` against every output channel: the 16 rows M_xi[i, ..] of
-/// `products` [16, C_in, C_out] into the nine rows `taps` [9, C_out], through `rows` [4, 3, C_out]
-/// (G^T along the columns q of each row a of the tile).
-#[inline(always)]
-fn kernels(products: &[f32], [i, c_in, c_out]: [usize; 3], rows: &mut [f32], taps: &mut [f32]) {
-    let m = |xi: usize| &products[(xi * c_in + i) * c_out..][..c_out];
-    for (a, row) in rows.chunks_exact_mut(3 * c_out).enumerate() {
-        g_t_rows(row, [m(4 * a), m(4 * a + 1), m(4 * a + 2), m(4 * a + 3)], 1);
-    }
-    let rows: &[f32] = rows;
-    for s in 0..3 {
-        let row = |a: usize| &rows[(3 * a + s) * c_out..][..c_out];
-        g_t_rows(&mut taps[s * c_out..], [row(0), row(1), row(2), row(3)], 3);
-    }
-}
-
-/// G^T x of four rows (x0, x1, x2, x3) elementwise into three rows of `out`, the k-th at
-/// `out[k stride n..]` (n the rows' length): x0 + (x1 + x2) / 2, (x1 - x2) / 2 and
-/// (x1 + x2) / 2 + x3.
-#[inline(always)]
-fn g_t_rows(out: &mut [f32], [x0, x1, x2, x3]: [&[f32]; 4], stride: usize) {
-    let n = x0.len();
-    let (first, rest) = out.split_at_mut(stride * n);
-    let (second, rest) = rest.split_at_mut(stride * n);
-    let terms = first[..n].iter_mut().zip(&mut second[..n]).zip(&mut rest[..n]);
-    for ((((((p, d), q), &a), &b), &c), &e) in terms.zip(x0).zip(x1).zip(x2).zip(x3) {
-        let half_sum = 0.5 * (b + c);
-        (*p, *d, *q) = (a + half_sum, 0.5 * (b - c), half_sum + e);
+        transformed_product(x, grad, None, g, &mut self.scratch, &mut self.products, false);
+        back_transform(&self.products, [c_in, c_out], &mut self.rows, out);
     }
 }
 
