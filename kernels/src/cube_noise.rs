@@ -119,21 +119,40 @@ fn chacha_block(key: &ChaChaKey, offset: u32, out: &mut Array<u32>) {
     }
 }
 
-/// ln(u) for u in (0, 1], exactly as `gaussian::ln_unit`.
+/// ln(u) for a normal u in (0, 1], exactly as `gaussian::ln_unit`.
 #[cube]
 fn ln_unit(u: f32) -> f32 {
-    if u >= 0.75f32 {
-        let x = u - 1.0f32;
-        let t = x / (2.0f32 + x);
-        let t2 = t * t;
-        let series = 1.0f32
-            + t2 * (1.0f32 / 3.0f32
-                + t2 * (1.0f32 / 5.0f32
-                    + t2 * (1.0f32 / 7.0f32 + t2 * (1.0f32 / 9.0f32 + t2 * (1.0f32 / 11.0f32 + t2 / 13.0f32)))));
-        2.0f32 * t * series
-    } else {
-        u.ln()
-    }
+    let bits = u.to_bits();
+    let mantissa = f32::from_bits((bits & 0x007f_ffffu32) | 0x3f80_0000u32);
+    let sqrt_2: f32 = comptime!(std::f32::consts::SQRT_2);
+    let above = mantissa > sqrt_2;
+    let m = select(above, mantissa * 0.5f32, mantissa);
+    let e = f32::cast_from(i32::cast_from(bits >> 23u32) - 127i32 + select(above, 1i32, 0i32));
+    let x = m - 1.0f32;
+    let t = x / (2.0f32 + x);
+    let t2 = t * t;
+    let series = 1.0f32
+        + t2 * (1.0f32 / 3.0f32
+            + t2 * (1.0f32 / 5.0f32
+                + t2 * (1.0f32 / 7.0f32 + t2 * (1.0f32 / 9.0f32 + t2 * (1.0f32 / 11.0f32 + t2 / 13.0f32)))));
+    e * 0.693_145_75f32 + (e * 1.428_606_8e-6f32 + 2.0f32 * t * series)
+}
+
+/// (cos 2 pi u, sin 2 pi u) for u = (k + 1/2) 2^-24, exactly as `gaussian::turn`.
+#[cube]
+fn turn(k: u32) -> (f32, f32) {
+    let q = (k + (1u32 << 21u32)) >> 22u32;
+    let r = (f32::cast_from(i32::cast_from(k) - i32::cast_from(q << 22u32)) + 0.5f32) * (1.0f32 / 16777216.0f32);
+    let x = r * 6.283_185_5f32;
+    let z = x * x;
+    let sin = x + x * z * (-1.666_665_5e-1f32 + z * (8.332_161e-3f32 + z * -1.951_529_6e-4f32));
+    let cos = z * z * (4.166_664_6e-2f32 + z * (-1.388_731_6e-3f32 + z * 2.443_315_7e-5f32)) - 0.5f32 * z + 1.0f32;
+    let odd = (q & 1u32) == 1u32;
+    let c = select(odd, sin, cos);
+    let s = select(odd, cos, sin);
+    let c = f32::from_bits(c.to_bits() ^ (((q + 1u32) & 2u32) << 30u32));
+    let s = f32::from_bits(s.to_bits() ^ ((q & 2u32) << 30u32));
+    (c, s)
 }
 
 /// Box-Muller on words (w0, w1, w2), exactly as `gaussian::box_muller`.
@@ -143,10 +162,9 @@ fn box_muller(w0: u32, w1: u32, w2: u32) -> (f32, f32) {
     let hi = f32::cast_from(w0 >> 8u32);
     let lo = f32::cast_from(w1 >> 8u32);
     let u1 = (hi + (lo + 0.5f32) * two_pow_m24) * two_pow_m24;
-    let u2 = (f32::cast_from(w2 >> 8u32) + 0.5f32) * two_pow_m24;
     let radius = (ln_unit(u1) * -2.0f32).sqrt();
-    let angle = u2 * 6.283_185_5f32;
-    (radius * angle.cos(), radius * angle.sin())
+    let (cos, sin) = turn(w2 >> 8u32);
+    (radius * cos, radius * sin)
 }
 
 /// out[i] = (grad[i] + sigma[i or 0] * z_i) * scale for the eight elements of this unit's block.
