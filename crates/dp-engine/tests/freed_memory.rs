@@ -3,8 +3,8 @@
 //! library (a 64 MiB block comes from its own mmap, glibc's default for any block over 32 MiB);
 //! while another thread runs the setting is refused; alone again, it is made, and the same block
 //! then comes from the heap (once the kernel has reaped the joined thread, which it does a
-//! moment after join returns: the test waits for that rather than racing it). It runs alone (`harness = false`): it reads its own process's
-//! allocator statistics and thread count.
+//! moment after join returns: the test waits for that rather than racing it). It runs alone
+//! (`harness = false`): it reads its own process's allocator statistics and thread count.
 
 /// Blocks glibc serves by mmap while a 64 MiB vector is alive, beyond those already mmapped.
 fn mmapped_for_a_block() -> usize {
