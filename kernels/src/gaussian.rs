@@ -68,15 +68,6 @@ pub fn box_muller(w0: u32, w1: u32, w2: u32) -> (f32, f32) {
     (radius * cos, radius * sin)
 }
 
-/// The eight normals of one block.
-pub fn block_normals(words: &[u32; 16]) -> [f32; NORMALS_PER_BLOCK] {
-    let mut out = [0.0; NORMALS_PER_BLOCK];
-    for p in 0..4 {
-        (out[2 * p], out[2 * p + 1]) = box_muller(words[4 * p], words[4 * p + 1], words[4 * p + 2]);
-    }
-    out
-}
-
 /// The normals of [`BLOCKS_AT_ONCE`] blocks, in order: the pairs' words gathered into rows, so
 /// that the transform runs as one vectorised loop across them.
 fn group_normals(words: &[[u32; 16]; BLOCKS_AT_ONCE]) -> [f32; BLOCKS_AT_ONCE * NORMALS_PER_BLOCK] {
@@ -143,6 +134,15 @@ pub fn normals(position: &StreamPosition, n: usize) -> Vec<f32> {
 mod tests {
     use super::*;
     use crate::chacha::block;
+
+    /// The eight normals of one block, one pair at a time: the reference for the grouped loop.
+    fn block_normals(words: &[u32; 16]) -> [f32; NORMALS_PER_BLOCK] {
+        let mut out = [0.0; NORMALS_PER_BLOCK];
+        for p in 0..4 {
+            (out[2 * p], out[2 * p + 1]) = box_muller(words[4 * p], words[4 * p + 1], words[4 * p + 2]);
+        }
+        out
+    }
 
     /// The pair by Box-Muller in f64 from the same f32 uniform u1 (whose rounding is the
     /// generator's definition, not this transform's error) and the exact angle.

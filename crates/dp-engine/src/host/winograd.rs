@@ -634,6 +634,15 @@ mod tests {
         dw
     }
 
+    /// The worst error of `got` [C_in 9, C_out] against `want` [C_out, C_in 9], relative to
+    /// want's largest value (at least one).
+    pub(super) fn worst_transposed(got: &[f32], want: &[f32], [c_in, c_out]: [usize; 2]) -> f32 {
+        let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+        (0..want.len())
+            .map(|j| (got[j % (9 * c_in) * c_out + j / (9 * c_in)] - want[j]).abs() / scale)
+            .fold(0.0, f32::max)
+    }
+
     /// The weight gradient, each example scaled, transposed to [C_in 9, C_out].
     #[test]
     fn the_weight_gradient_equals_its_definition() {
@@ -645,10 +654,7 @@ mod tests {
             let scales: Vec<f32> = (0..b).map(|e| 1.0 / (e as f32 + 1.5)).collect();
             let want = naive_weight_grad(&x, input, &dy, c_out, padding, &scales);
             let got = weight_grad(&x, input, &dy, c_out, padding, Some(&scales));
-            let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
-            let worst = (0..want.len())
-                .map(|j| (got[j % (9 * c_in) * c_out + j / (9 * c_in)] - want[j]).abs() / scale)
-                .fold(0.0f32, f32::max);
+            let worst = worst_transposed(&got, &want, [c_in, c_out]);
             assert!(worst < 1e-5, "{input:?} to {c_out} padded {padding:?}: {worst:e}");
         }
     }

@@ -61,7 +61,7 @@ impl ExampleProducts {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{SHAPES, naive_weight_grad, values};
+    use super::super::tests::{SHAPES, naive_weight_grad, values, worst_transposed};
     use super::*;
 
     /// Each example's gradient, transposed to [C_in 9, C_out], against the definition's for that
@@ -79,10 +79,7 @@ mod tests {
                 let [xe, dye] = [(&x, c_in * h * w), (&dy, c_out * ho * wo)].map(|(t, n)| &t[e * n..][..n]);
                 let want = naive_weight_grad(xe, [1, c_in, h, w], dye, c_out, padding, &[1.0]);
                 products.product(xe, dye, &mut got);
-                let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
-                let worst = (0..want.len())
-                    .map(|j| (got[j % (9 * c_in) * c_out + j / (9 * c_in)] - want[j]).abs() / scale)
-                    .fold(0.0f32, f32::max);
+                let worst = worst_transposed(&got, &want, [c_in, c_out]);
                 assert!(worst < 1e-5, "{input:?} to {c_out} padded {padding:?}, example {e}: {worst:e}");
             }
         }
