@@ -7,6 +7,7 @@
 use crate::cache_dir::cache_dir;
 use crate::fetch::data_folder;
 use crate::scattered::scattered;
+use crate::search_folder::refuse_search;
 use crate::train_config::TrainConfig;
 use crate::zoo::{ModelSpec, ZooModel, build, footprint};
 use dp_data::{ChaChaState, CropFlip, ImageDataset, SecretKey, Split};
@@ -248,6 +249,7 @@ fn opened(config: TrainConfig, session: Session) -> Result<(RunFolder, TrainConf
     let folder = if session.resume {
         RunFolder::resume(&config.out_dir)?
     } else {
+        refuse_search(&config.out_dir)?;
         RunFolder::fresh(&config.out_dir, config.seed)?
     };
     let config = match folder.settings::<TrainConfig>()? {
@@ -271,15 +273,11 @@ fn trained(
     let DataView { train: train_data, test: test_data, .. } = data;
     let dev = &device.device;
     let model = checked_model(&config, train_data, test_data, device)?;
-    // A resumed run's weights come from its checkpoint: its initial weights file is not read
-    // for them (its provenance is, where it is still there, for the report).
-    let model = match config.init_from.as_deref().filter(|_| !folder.is_resumed()) {
-        Some(file) => load_weights(model, file, &[])?,
-        None => model,
-    };
-    let initial = match config.init_from.as_deref().filter(|f| !folder.is_resumed() || f.exists()) {
-        Some(file) => Some(provenance(file)?),
-        None => None,
+    // A resumed run's weights, and where they first came from, are its checkpoint's: its
+    // initial weights file is not read again (it may be gone, or another file now).
+    let (model, initial) = match config.init_from.as_deref().filter(|_| !folder.is_resumed()) {
+        Some(file) => (load_weights(model, file, &[])?, Some(provenance(file)?)),
+        None => (model, None),
     };
     let plain = CrossEntropyLots { data: train_data };
     let augmented = augmented_lots(&config, train_data, folder.streams().sampler_key())?;

@@ -208,3 +208,154 @@ fn a_model_files_report_is_believed_only_where_its_seal_verifies() {
     assert!(from_swapped["initial_weights"]["report"].is_null(), "{}", from_swapped["initial_weights"]);
     assert_eq!(from_swapped["initial_weights"]["sha256"].as_str().unwrap(), digest(&open_model));
 }
+
+/// `dptrain` with `args` and the environment changed by `env` (a value of None removes it).
+fn dptrain_with(args: &[&str], env: &[(&str, Option<&std::ffi::OsStr>)]) -> std::process::Output {
+    let mut command = std::process::Command::new(binary());
+    command.args(args);
+    for (key, value) in env {
+        match value {
+            Some(v) => command.env(key, v),
+            None => command.env_remove(key),
+        };
+    }
+    command.output().expect("dptrain runs")
+}
+
+#[test]
+fn a_run_whose_owner_key_cannot_be_used_takes_no_step() {
+    use std::ffi::OsStr;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let (tmp, data) = temp_with_dataset(200);
+    let keys = tmp.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let key = |name: &str, text: &[u8], mode: u32| {
+        let path = keys.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    };
+    let valid = key("valid.key", "ab".repeat(32).as_bytes(), 0o600);
+    let cases = [
+        key("empty.key", b"", 0o600),
+        key("short.key", "ab".repeat(31).as_bytes(), 0o600),
+        key("long.key", "ab".repeat(33).as_bytes(), 0o600),
+        key("not-hex.key", "zz".repeat(32).as_bytes(), 0o600),
+        key("bom.key", &[b"\xef\xbb\xbf".as_slice(), "ab".repeat(32).as_bytes()].concat(), 0o600),
+        key("raw.key", &[7u8; 32], 0o600),
+        key("shared.key", "ab".repeat(32).as_bytes(), 0o644),
+        key("group.key", "ab".repeat(32).as_bytes(), 0o640),
+        {
+            let link = keys.join("link.key");
+            symlink(&valid, &link).unwrap();
+            link
+        },
+        {
+            let dangling = keys.join("dangling.key");
+            symlink(keys.join("nothing"), &dangling).unwrap();
+            dangling
+        },
+        {
+            let fifo = keys.join("fifo.key");
+            assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+            fifo
+        },
+        {
+            let sparse = keys.join("sparse.key");
+            let file = std::fs::File::create(&sparse).unwrap();
+            file.set_len(1 << 30).unwrap();
+            std::fs::set_permissions(&sparse, std::fs::Permissions::from_mode(0o600)).unwrap();
+            sparse
+        },
+        keys.clone(),
+        "/dev/null".into(),
+        "/dev/zero".into(),
+        "/proc/self/environ".into(),
+        format!("{}/", keys.join("k").display()).into(),
+        keys.join("x".repeat(5000)),
+    ];
+    let d = data.to_str().unwrap();
+    for (i, case) in cases.iter().enumerate() {
+        let out = tmp.path().join(format!("run-{i}"));
+        let args = [&base_args(d, out.to_str().unwrap())[..], &["--noise-multiplier", "1"]].concat();
+        let run = dptrain_with(&args, &[("DPTRAIN_OWNER_KEY", Some(case.as_os_str()))]);
+        one_line_error(&run, "owner key");
+        assert!(String::from_utf8_lossy(&run.stderr).contains("DPTRAIN_OWNER_KEY"), "{}", case.display());
+        assert!(!out.join("checkpoint.bin").exists() && !out.join("config.toml").exists(), "{}", case.display());
+    }
+    // No place to keep one at all.
+    let out = tmp.path().join("homeless");
+    let args = [&base_args(d, out.to_str().unwrap())[..], &["--noise-multiplier", "1"]].concat();
+    let none: Option<&OsStr> = None;
+    let run = dptrain_with(&args, &[("DPTRAIN_OWNER_KEY", none), ("XDG_CONFIG_HOME", none), ("HOME", none)]);
+    one_line_error(&run, "no place to keep it");
+    // A usable key: the completed run's model is sealed.
+    let out = tmp.path().join("sealed");
+    let args = [&base_args(d, out.to_str().unwrap())[..], &["--noise-multiplier", "1"]].concat();
+    let run = dptrain_with(&args, &[("DPTRAIN_OWNER_KEY", Some(valid.as_os_str()))]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(header(&out.join("model.safetensors")).0["report_seal"].is_string());
+}
+
+#[test]
+fn an_owner_key_inside_the_run_folder_is_refused() {
+    let (tmp, data) = temp_with_dataset(200);
+    let d = data.to_str().unwrap();
+    let out = tmp.path().join("run");
+    let o = out.to_str().unwrap();
+    let args = [&base_args(d, o)[..], &["--noise-multiplier", "1"]].concat();
+    let inside = out.join("owner.key");
+    let nested = out.join("sub").join("..").join("owner.key");
+    for env in [
+        ("DPTRAIN_OWNER_KEY", inside.as_os_str()),
+        ("DPTRAIN_OWNER_KEY", nested.as_os_str()),
+        ("XDG_CONFIG_HOME", out.as_os_str()),
+    ] {
+        let unset = if env.0 == "XDG_CONFIG_HOME" { vec![("DPTRAIN_OWNER_KEY", None)] } else { vec![] };
+        let run = dptrain_with(&args, &[&[(env.0, Some(env.1))][..], &unset[..]].concat());
+        one_line_error(&run, "is inside the folder");
+        assert!(!inside.exists() && !out.join("dptrain").exists(), "no key made there");
+    }
+    // The run folder's own files as the key: inside, refused (a completed run's report.json).
+    let key = tmp.path().join("owner.key");
+    let good = [("DPTRAIN_OWNER_KEY", Some(key.as_os_str()))];
+    assert!(dptrain_with(&args, &good).status.success());
+    let report = out.join("report.json");
+    let again = [&args[..], &["--overwrite"]].concat();
+    one_line_error(&dptrain_with(&again, &[("DPTRAIN_OWNER_KEY", Some(report.as_os_str()))]), "is inside the folder");
+}
+
+#[test]
+fn a_resumed_run_reports_the_initial_weights_it_started_from() {
+    let (tmp, data) = temp_with_dataset(400);
+    let d = data.to_str().unwrap();
+    let base = tmp.path().join("base");
+    let args = [&base_args(d, base.to_str().unwrap())[..], &["--mechanism", "none", "--epochs", "1"]].concat();
+    assert!(dptrain(&args).status.success());
+    let file = tmp.path().join("init.safetensors");
+    std::fs::copy(base.join("model.safetensors"), &file).unwrap();
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&file).unwrap()));
+    let other = tmp.path().join("other");
+    let args =
+        [&base_args(d, other.to_str().unwrap())[..], &["--mechanism", "none", "--epochs", "1", "--seed", "5"]].concat();
+    assert!(dptrain(&args).status.success());
+    for replace in [false, true] {
+        let out = tmp.path().join(format!("from-{replace}"));
+        let o = out.to_str().unwrap();
+        let init = ["--noise-multiplier", "1", "--epochs", "2", "--init-from", file.to_str().unwrap()];
+        let stop = dptrain(&[&base_args(d, o)[..], &init, &["--stop-after", "3"]].concat());
+        assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+        // The file gone, or another model in its place.
+        match replace {
+            false => std::fs::remove_file(&file).unwrap(),
+            true => std::fs::copy(other.join("model.safetensors"), &file).map(|_| ()).unwrap(),
+        }
+        let (report, _) = train_json(vec!["train", "--resume", "--device", "cpu", "--out-dir", o], &out);
+        let recorded = &report["initial_weights"];
+        assert_eq!(recorded["sha256"], digest.as_str(), "replaced {replace}: {recorded}");
+        assert_eq!(recorded["report"]["mechanism"], "none", "the sealed report of the file it started from");
+        let notes = report["notes"].as_array().unwrap();
+        assert!(notes.iter().any(|n| n.as_str().unwrap().contains(&digest)), "{notes:?}");
+        std::fs::copy(base.join("model.safetensors"), &file).unwrap();
+    }
+}

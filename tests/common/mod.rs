@@ -77,7 +77,7 @@ pub fn base_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
 /// ([`checkpoint_view::view`]).
 pub fn checkpoint(out: &Path) -> Value {
     let bytes = std::fs::read(out.join("checkpoint.bin")).unwrap();
-    assert_eq!(&bytes[..8], b"DPTCKPT6");
+    assert_eq!(&bytes[..8], b"DPTCKPT7");
     checkpoint_view::view(&bytes)
 }
 

@@ -58,6 +58,6 @@ pub mod prelude {
 
 pub use event::Event;
 pub use folder::RunFolder;
-pub use options::{CHECKPOINT_EVERY, RunOptions};
+pub use options::{CHECKPOINT_EVERY, CHECKPOINT_INTERVAL, RunOptions};
 pub use report::RunReport;
 pub use run::Run;

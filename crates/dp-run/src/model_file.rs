@@ -39,20 +39,20 @@ fn metadata(report: &RunReport, averaged: bool) -> Result<Vec<(String, String)>>
 }
 
 /// Writes `model`, the released model of the completed run in `dir` (`averaged`: the parameter
-/// average), with `report` in its metadata, sealed with the weights under the owner's key (made
-/// the first time). Where no key can be kept, the file is written unsealed: its report is then
-/// never shown as certified.
-pub(crate) fn write<M: Module>(dir: &Path, model: &M, report: &RunReport, averaged: bool) -> Result<()> {
+/// average), with `report` in its metadata, sealed with the weights under the owner's `key`
+/// (checked before the run's first step: [`OwnerKey::for_folder`]).
+pub(crate) fn write<M: Module>(
+    dir: &Path,
+    model: &M,
+    report: &RunReport,
+    averaged: bool,
+    key: &OwnerKey,
+) -> Result<()> {
     let path = dir.join(MODEL_FILE);
     let bytes = weights_bytes(model, &metadata(report, averaged)?, &[]).map_err(|e| file_error(&path, e))?;
-    let sealed = match OwnerKey::load_or_create() {
-        Ok(key) => {
-            let (tensors, metadata) = contents(&bytes, &path)?;
-            let metadata = with_seal(metadata, &tensors, &key);
-            serialized(tensors, metadata, &path)?
-        }
-        Err(_) => bytes,
-    };
+    let (tensors, metadata) = contents(&bytes, &path)?;
+    let metadata = with_seal(metadata, &tensors, key);
+    let sealed = serialized(tensors, metadata, &path)?;
     Ok(write_atomic(&path, &sealed, PUBLIC)?)
 }
 

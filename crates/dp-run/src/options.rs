@@ -4,15 +4,20 @@
 use dp_engine::error::{EngineError, Result};
 use dp_engine::step::canaries::AuditRequest;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 /// The options of a run's session (by default: the whole run, checkpointed every
-/// [`CHECKPOINT_EVERY`] steps and at the end, nothing added).
+/// [`CHECKPOINT_EVERY`] steps, every [`CHECKPOINT_INTERVAL`] of training and at the end, nothing
+/// added).
 #[derive(Debug, Clone, Copy)]
 pub struct RunOptions {
     /// Take at most this many steps now, then checkpoint and return (resume later).
     pub stop_after: Option<u64>,
     /// Also checkpoint every this many steps (0: only at the end of the session).
     pub checkpoint_every: u64,
+    /// Also checkpoint once this much training time has passed since the last checkpoint (None:
+    /// by steps alone), so that a run killed loses at most this much, however short its plan.
+    pub checkpoint_interval: Option<Duration>,
     /// Evaluate (and release) an exponential moving average of the parameters with this decay.
     pub average: Option<f64>,
     /// Audit the run with white-box canaries (a whole run in one session only).
@@ -28,12 +33,15 @@ pub struct RunOptions {
 
 /// Steps between checkpoints unless told otherwise: a run killed loses at most this many.
 pub const CHECKPOINT_EVERY: u64 = 200;
+/// Training time between checkpoints unless told otherwise: a run killed loses at most this much.
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 
 impl Default for RunOptions {
     fn default() -> Self {
         Self {
             stop_after: None,
             checkpoint_every: CHECKPOINT_EVERY,
+            checkpoint_interval: Some(CHECKPOINT_INTERVAL),
             average: None,
             audit: None,
             overwrite: false,

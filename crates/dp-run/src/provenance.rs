@@ -8,14 +8,14 @@ use crate::owner_key::seal::{SEAL_KEY, contents, verified};
 use dp_data::safe_files::read_regular;
 use dp_engine::error::Result;
 use dp_engine::weights::MAX_WEIGHTS_FILE;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What a model file given as a run's initial weights is: its digest and, where its report's
 /// seal verifies under this user's owner key, that report (a model trained before on the same
 /// private data spends it again: the new run's report shows which).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
     /// The file.
     pub file: PathBuf,

@@ -12,6 +12,7 @@ use crate::folder::lock::RunLock;
 use crate::folder::{self, METRICS_FILE};
 use crate::model_file;
 use crate::options::RunOptions;
+use crate::owner_key::OwnerKey;
 use crate::provenance::Provenance;
 use crate::report::RunReport;
 use crate::session::Session;
@@ -169,6 +170,9 @@ impl<'a, M: Module> Run<'a, M> {
     ) -> Result<(M, RunReport)> {
         self.session.options.check(self.session.folder.is_resumed())?;
         self.session.privacy.settings.seed = self.seed()?;
+        // The key the released model is sealed with, checked before any step: a completed run
+        // never loses its certificate to a key found unusable at the end.
+        let owner = OwnerKey::for_folder(&self.session.folder.dir)?;
         let engine = PrivacyEngine::new(self.session.privacy.clone())
             .with_batch_size(self.batch_size)
             .with_keys(self.session.folder.streams().clone());
@@ -195,7 +199,7 @@ impl<'a, M: Module> Run<'a, M> {
         let released = dp.averaged().cloned().unwrap_or(ended.model);
         if report.completed {
             lock.held()?;
-            model_file::write(&self.session.folder.dir, &released, &report, averaged)?;
+            model_file::write(&self.session.folder.dir, &released, &report, averaged, &owner)?;
             if !self.session.options.keep_key {
                 RunKeys::remove(&self.session.folder.dir)?;
             }
@@ -261,6 +265,7 @@ impl<'a, M: Module> Run<'a, M> {
         let path = checkpoint_path(&dir);
         let ckpt = self.checkpoint(&digest, model.num_params())?;
         check_clock(&ckpt.header, &path)?;
+        self.session.initial_weights = started_from(self.session.initial_weights.take(), &ckpt.header, &path)?;
         let (model, dp) =
             engine.resume((model, optimizer), source, device, ckpt.state).map_err(|e| e.of_checkpoint(&path))?;
         let lock =
@@ -286,6 +291,32 @@ impl<'a, M: Module> Run<'a, M> {
             return Err(refuse("it says the run is seeded where the key file does not, or the reverse"));
         }
         Ok(ckpt)
+    }
+}
+
+/// Where a resumed run's initial weights came from: what its checkpoint recorded when it
+/// started (the file may have been deleted or replaced since); a program that names a file of
+/// other bytes is refused, and one that names none is told nothing new.
+fn started_from(
+    given: Option<Provenance>,
+    h: &checkpoint::Header,
+    path: &std::path::Path,
+) -> Result<Option<Provenance>> {
+    match (given, &h.initial_weights) {
+        (Some(given), recorded) if recorded.as_ref().is_none_or(|r| r.sha256 != given.sha256) => {
+            Err(EngineError::checkpoint(
+                path,
+                format!(
+                    "the run started from {}, not from {} (sha256 {}): a resumed run's weights come from its checkpoint; drop Run::with_initial_weights on resume",
+                    recorded
+                        .as_ref()
+                        .map_or("no initial weights".into(), |r| format!("weights of sha256 {}", r.sha256)),
+                    given.file.display(),
+                    given.sha256
+                ),
+            ))
+        }
+        _ => Ok(h.initial_weights.clone()),
     }
 }
 

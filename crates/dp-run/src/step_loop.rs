@@ -79,7 +79,8 @@ impl<M: Module> StepLoop<'_, '_, M> {
             }
             interrupted = options.interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst));
             let every = options.checkpoint_every;
-            if (every > 0 && step % every == 0) || step == stop_at || interrupted {
+            let due = options.checkpoint_interval.is_some_and(|interval| segment.elapsed() >= interval);
+            if (every > 0 && step % every == 0) || due || step == stop_at || interrupted {
                 seconds += segment.elapsed().as_secs_f64();
                 segment = Instant::now();
                 self.save(seconds, &model, dp)?;
@@ -103,6 +104,7 @@ impl<M: Module> StepLoop<'_, '_, M> {
             seconds,
             model_digest: sha256_hex(&state.model),
             values_digest: values_digest(model),
+            initial_weights: self.session.initial_weights.clone(),
         };
         self.lock.held()?;
         Checkpoint { header, state }.save(&path, self.session.folder.keys.mac())

@@ -7,11 +7,12 @@
 //! complete state. Loading checks the MAC; what the privacy claim depends on is then checked
 //! against the run by the library (`dp_engine::checkpoint::restore`).
 //!
-//! Layout: `DPTCKPT6` | header length (u64 LE) | header JSON | the library's checkpoint (one
+//! Layout: `DPTCKPT7` | header length (u64 LE) | header JSON | the library's checkpoint (one
 //! burnpack, `DpCheckpoint::to_bytes`) | MAC.
 
 use crate::folder::seal::{SEAL_BYTES, seal, verifies};
 use crate::folder::sha256_hex;
+use crate::provenance::Provenance;
 use dp_data::SecretKey;
 use dp_data::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_engine::checkpoint::DpCheckpoint;
@@ -20,14 +21,18 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The first bytes of every checkpoint.
-const MAGIC: &[u8; 8] = b"DPTCKPT6";
+const MAGIC: &[u8; 8] = b"DPTCKPT7";
 /// The first bytes of older versions, and why this one cannot resume them.
-const OLD_VERSIONS: [(&[u8; 8], &str); 3] = [
+const OLD_VERSIONS: [(&[u8; 8], &str); 4] = [
     (b"DPTCKPT2", "written by an older dptrain, which kept the run's keys in it: it cannot be resumed"),
     (b"DPTCKPT4", "written by an older dptrain, whose ledger held no events: finish the run with that version"),
     (
         b"DPTCKPT5",
         "written by an older dptrain, which did not record its keys' fingerprint: finish the run with that version",
+    ),
+    (
+        b"DPTCKPT6",
+        "written by an older dptrain, which did not record where the run's initial weights came from: finish the run with that version",
     ),
 ];
 /// The largest header accepted (a header is a few hundred bytes; this bounds what a damaged
@@ -64,6 +69,9 @@ pub struct Header {
     /// SHA-256 of the parameters' values alone (f32 LE, in the module's order): equal for two
     /// runs that reached the same model, whatever their parameters' ids.
     pub values_digest: String,
+    /// Where the run's initial weights came from, as it started (a resume reports this, never
+    /// the file as it is then).
+    pub initial_weights: Option<Provenance>,
 }
 
 /// A checkpoint in memory: the run folder's header and the library's state.

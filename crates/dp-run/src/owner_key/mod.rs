@@ -11,7 +11,7 @@ use dp_data::SecretKey;
 use dp_data::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use std::os::unix::fs::DirBuilderExt;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 /// The largest key file read (one is 64 hex digits).
 const MAX_KEY_FILE: u64 = 256;
@@ -42,7 +42,7 @@ impl OwnerKey {
     }
 
     /// The owner's key, made (from the OS, owner-only, its folder too) the first time.
-    pub fn load_or_create() -> Result<Self> {
+    fn load_or_create() -> Result<Self> {
         if let Some(key) = Self::load()? {
             return Ok(key);
         }
@@ -71,8 +71,56 @@ impl OwnerKey {
         }
     }
 
+    /// The owner's key a run or search in `folder` will seal its model with (made the first
+    /// time), checked before it takes a step: a key that cannot be used (no place for it, a file
+    /// that is not a key, not this user's, readable by others, a link) or that lies inside
+    /// `folder` (run folders are shared) is refused in one line saying how to fix it, never
+    /// found out when the model is written.
+    pub fn for_folder(folder: &Path) -> Result<Self> {
+        let refuse = |why: String| {
+            EngineError::invalid(
+                "owner key",
+                format!(
+                    "{why}: a completed run seals its model's report with it; fix that, or set DPTRAIN_OWNER_KEY to the path of a new file outside every run folder (it is made there, owner-only)"
+                ),
+            )
+        };
+        if let Some(path) = Self::path()
+            && resolved(&path).starts_with(resolved(folder))
+        {
+            return Err(refuse(format!(
+                "{} is inside the folder {}, which is shared with the model",
+                path.display(),
+                folder.display()
+            )));
+        }
+        Self::load_or_create().map_err(|e| refuse(e.to_string()))
+    }
+
     /// The secret.
     pub(crate) fn secret(&self) -> &SecretKey {
         &self.0
     }
+}
+
+/// `path` made absolute with every link in the part of it that exists resolved, and the rest
+/// (not made yet) appended with its `.` and `..` applied, so that two names of one place compare
+/// equal.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut missing = Vec::new();
+    for existing in absolute.ancestors() {
+        if let Ok(mut real) = existing.canonicalize() {
+            for part in missing.iter().rev() {
+                match part {
+                    Component::ParentDir => _ = real.pop(),
+                    Component::CurDir => {}
+                    other => real.push(other),
+                }
+            }
+            return real;
+        }
+        missing.extend(existing.components().next_back());
+    }
+    absolute
 }
