@@ -11,6 +11,7 @@ pub mod cache_dir;
 pub mod cache_key;
 pub mod fetch;
 pub mod scattered;
+pub mod search_folder;
 pub mod search_space;
 pub mod synthetic;
 pub mod train_config;

@@ -7,11 +7,13 @@
 //! interrupted search continues with `--resume`: the candidate it stopped in resumes from its
 //! checkpoint, and no finished candidate trains again.
 
+use crate::search_folder::{CHOSEN_DIR, STATE_DIR, refuse_run};
 use crate::search_space::{Range, Space};
 use crate::train_config::TrainConfig;
 use crate::trainer::{DataView, Datasets, Session, Told, features, load_images, train_then_test};
 use dp_accounting::PrivacyReport;
 use dp_accounting::repeat_and_select::Repetitions;
+use dp_data::ImageDataset;
 use dp_data::safe_files::{PUBLIC, file_error, occupied, remove_entry, remove_if_present, write_atomic};
 use dp_engine::backend::SelectedDevice;
 use dp_engine::error::{EngineError, Result};
@@ -19,14 +21,13 @@ use dp_run::folder::checkpoint::checkpoint_path;
 use dp_run::folder::keys::KEY_FILE;
 use dp_run::folder::lock::RunLock;
 use dp_run::folder::{CONFIG_FILE, METRICS_FILE, MODEL_FILE, PLOT_FILE, PLOT_PNG, REPORT_FILE};
+use dp_run::owner_key::OwnerKey;
+use dp_run::provenance::Provenance;
 use dp_run::search::{Candidate, Journal, Score, SearchSettings, Trained, search};
 use dp_run::{RunOptions, RunReport};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-
-/// The search's private folder (its journal) inside its output folder.
-pub const STATE_DIR: &str = "search-state";
 
 /// What `dptrain tune` releases (report.json of the search's folder).
 #[derive(Debug, Clone, Serialize)]
@@ -42,6 +43,11 @@ pub struct TuneReport {
     pub privacy: PrivacyReport,
     /// The chosen candidate's run folder.
     pub run_dir: Option<PathBuf>,
+    /// Where the chosen model's initial weights came from (their digest, and their report where
+    /// it verifies): what the search's epsilon does not count.
+    pub initial_weights: Option<Provenance>,
+    /// The chosen candidate's run's caveats.
+    pub notes: Vec<String>,
 }
 
 /// How a search runs.
@@ -102,6 +108,15 @@ impl SharedData {
         Ok(Self { images, features })
     }
 
+    /// Digest of every example the candidates read: the training examples, the held-out ones
+    /// they are scored on and the test set beside them (a resumed search refuses other data).
+    fn digest(&self) -> String {
+        let Datasets { train, test, beside } = &self.images;
+        let parts =
+            [Some(train), Some(test), beside.as_ref()].map(|set| set.map_or(String::new(), ImageDataset::digest));
+        parts.join(":")
+    }
+
     /// What a candidate of `config` reads: images, or a ScatterNet model's features (its
     /// training images as they are when it draws augmented views).
     fn view(&self, config: &TrainConfig) -> DataView<'_> {
@@ -123,36 +138,24 @@ struct Outcome {
     name: String,
     config: TrainConfig,
     test_accuracy: f64,
+    initial_weights: Option<Provenance>,
+    notes: Vec<String>,
 }
 
 /// Runs (or, resuming, continues) the search, telling `observe` of each candidate's run (its
 /// folder is private: what is told is shown on this terminal only).
 pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)) -> Result<TuneReport> {
+    let held_out = shared_held_out(&t.space)?;
+    // The key the chosen model is sealed with, checked before anything is spent.
+    OwnerKey::for_folder(&t.out_dir)?;
     // One search per folder at a time: two would spend the data's privacy twice.
     let _lock = RunLock::acquire(&t.out_dir)?;
     let journal = prepare(&t.out_dir, t.overwrite, t.resume)?;
-    let first = t.space.cells.first().ok_or_else(|| EngineError::invalid("search space", "holds no candidate"))?;
-    let held_out = first.validation.ok_or_else(|| {
-        EngineError::invalid(
-            "search space",
-            "give `validation` (held-out training examples) in [base]: candidates are scored on it",
-        )
-    })?;
-    if t.space
-        .cells
-        .iter()
-        .any(|c| c.validation != Some(held_out) || c.dataset != first.dataset || c.own_data() != first.own_data())
-    {
-        return Err(EngineError::invalid(
-            "search space",
-            "every candidate must share the dataset (and how own data is read) and `validation`",
-        ));
-    }
     let data = SharedData::load(&t.space, t, observe)?;
     let n = data.images.train.len();
     // A range that would move a candidate's lot size, steps or held-out examples is refused.
     t.space.shapes(n)?;
-    let digest = data.images.train.digest();
+    let digest = data.digest();
     let cells: Vec<Cell<'_>> =
         t.space.cells.iter().map(|config| Cell { config, ranges: &t.space.ranges, data: &digest }).collect();
     let settings = SearchSettings {
@@ -175,6 +178,32 @@ pub fn tune(t: &Tune, device: &SelectedDevice, observe: &mut dyn FnMut(Told<'_>)
         },
     )?;
     finish(t, searched.chosen.map(|(_, outcome, score)| (outcome, score)), searched.privacy, journal)
+}
+
+/// The held-out examples every cell of `space` is scored on, refused unless they all read the
+/// same data (dataset, folder, how own data is read) and hold out the same examples: one search
+/// is over one private dataset, and its candidates are scored alike.
+fn shared_held_out(space: &Space) -> Result<usize> {
+    let first = space.cells.first().ok_or_else(|| EngineError::invalid("search space", "holds no candidate"))?;
+    let held_out = first.validation.ok_or_else(|| {
+        EngineError::invalid(
+            "search space",
+            "give `validation` (held-out training examples) in [base]: candidates are scored on it",
+        )
+    })?;
+    let same_data = |c: &TrainConfig| {
+        c.validation == Some(held_out)
+            && c.dataset == first.dataset
+            && c.data_dir == first.data_dir
+            && c.own_data() == first.own_data()
+    };
+    if !space.cells.iter().all(same_data) {
+        return Err(EngineError::invalid(
+            "search space",
+            "every candidate must share the dataset, `data_dir`, how own data is read and `validation`: a search is over one private dataset",
+        ));
+    }
+    Ok(held_out)
 }
 
 /// Trains (or continues) candidate `c` on the search's `data` in its folder of the journal: a
@@ -210,13 +239,22 @@ fn candidate(
             t.out_dir.display()
         )));
     }
-    Ok((Outcome { name: c.name.to_string(), config, test_accuracy }, report))
+    let outcome = Outcome {
+        name: c.name.to_string(),
+        config,
+        test_accuracy,
+        initial_weights: report.initial_weights.clone(),
+        notes: report.notes.clone(),
+    };
+    Ok((outcome, report))
 }
 
 /// The journal of the search in `out_dir`: the interrupted one's when `resume`, else a new one,
-/// refused while the folder holds another search (its candidates spent privacy: running again
-/// would spend it twice) unless `overwrite`.
+/// refused while the folder holds a training run, or another search (its candidates spent
+/// privacy: running again would spend it twice) unless `overwrite`. A search refused before it
+/// drew its plan left a journal that spent nothing: it is replaced.
 fn prepare(out_dir: &Path, overwrite: bool, resume: bool) -> Result<Journal> {
+    refuse_run(out_dir)?;
     let state = out_dir.join(STATE_DIR);
     let report = out_dir.join(REPORT_FILE);
     if resume {
@@ -229,8 +267,9 @@ fn prepare(out_dir: &Path, overwrite: bool, resume: bool) -> Result<Journal> {
         }
         return Journal::open(&state);
     }
+    let unused = !occupied(&report) && Journal::open(&state).and_then(|j| j.spent_nothing()).unwrap_or(false);
     if occupied(&state) || occupied(&report) {
-        if !overwrite {
+        if !overwrite && !unused {
             return Err(EngineError::invalid(
                 "out dir",
                 format!(
@@ -249,10 +288,18 @@ fn prepare(out_dir: &Path, overwrite: bool, resume: bool) -> Result<Journal> {
 /// report written, the journal removed unless kept. Each part may run again (a search killed
 /// here resumes to finish).
 fn finish(t: &Tune, chosen: Option<(Outcome, f64)>, privacy: PrivacyReport, journal: Journal) -> Result<TuneReport> {
-    let mut report = TuneReport { chosen: None, validation_score: None, test_accuracy: None, privacy, run_dir: None };
+    let mut report = TuneReport {
+        chosen: None,
+        validation_score: None,
+        test_accuracy: None,
+        privacy,
+        run_dir: None,
+        initial_weights: None,
+        notes: Vec::new(),
+    };
     if let Some((outcome, score)) = chosen {
         let from = journal.dir().join(&outcome.name);
-        let to = t.out_dir.join("chosen");
+        let to = t.out_dir.join(CHOSEN_DIR);
         if from.is_dir() {
             remove_entry(&to)?;
             std::fs::rename(&from, &to).map_err(|e| file_error(&to, e))?;
@@ -263,6 +310,7 @@ fn finish(t: &Tune, chosen: Option<(Outcome, f64)>, privacy: PrivacyReport, jour
         for file in [CONFIG_FILE, METRICS_FILE, REPORT_FILE, PLOT_FILE, PLOT_PNG, MODEL_FILE, KEY_FILE] {
             remove_if_present(&to.join(file))?;
         }
+        (report.initial_weights, report.notes) = (outcome.initial_weights, outcome.notes);
         report.chosen = Some(TrainConfig { seed: None, ..outcome.config });
         report.validation_score = Some(score);
         (report.test_accuracy, report.run_dir) = (Some(outcome.test_accuracy), Some(to));

@@ -32,7 +32,9 @@ fn train_reports_the_contract_keys_and_writes_the_run_folder() {
     let config = std::fs::read_to_string(out.join("config.toml")).unwrap();
     let z = v["noise_multiplier"].as_f64().unwrap();
     assert!(config.contains("target_epsilon = 3") && config.contains(&format!("resolves to {z}")), "{config}");
-    // Another fresh run into the folder is refused; --overwrite replaces it.
+    // Another fresh run into the folder is refused, saying the run there is complete (not that
+    // it could be resumed); --overwrite replaces it.
+    one_line_error(&dptrain(&args), "holds a completed run");
     one_line_error(&dptrain(&args), "--overwrite");
     args.push("--overwrite");
     assert!(dptrain(&args).status.success());

@@ -300,3 +300,98 @@ fn a_resumed_search_refuses_an_edited_state_and_other_settings() {
         .unwrap();
     one_line_error(&resume(&["--candidates", "4", "--seed", "2"]), "seal does not verify");
 }
+
+#[test]
+fn a_search_resumed_on_other_held_out_or_test_examples_is_refused() {
+    let (tmp, data) = temp_with_dataset(400);
+    let (s, out) = killed_search(tmp.path(), &data);
+    let resume = || tune(&s, &out, &["--target-epsilon", "4", "--resume", "--candidates", "4", "--seed", "2"]);
+    // The 100 held-out examples' labels rotated (the training part unchanged), then the test set's.
+    for labels in ["train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"] {
+        let path = data.join(labels);
+        let whole = std::fs::read(&path).unwrap();
+        let mut rotated = whole.clone();
+        let n = rotated.len();
+        rotated[n - 40..].iter_mut().for_each(|l| *l = (*l + 1) % 10);
+        std::fs::write(&path, &rotated).unwrap();
+        one_line_error(&resume(), "another space or other settings");
+        std::fs::write(&path, &whole).unwrap();
+    }
+}
+
+#[test]
+fn a_search_whose_state_was_deleted_and_its_candidates_linked_back_is_refused() {
+    let (tmp, data) = temp_with_dataset(400);
+    let (s, out) = killed_search(tmp.path(), &data);
+    let state = out.join("search-state");
+    std::fs::remove_file(state.join("search.json")).unwrap();
+    let moved = tmp.path().join("moved");
+    std::fs::create_dir(&moved).unwrap();
+    for entry in std::fs::read_dir(&state).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        let to = moved.join(entry.file_name());
+        std::fs::rename(entry.path(), &to).unwrap();
+        std::os::unix::fs::symlink(&to, entry.path()).unwrap();
+    }
+    let resume = tune(&s, &out, &["--target-epsilon", "4", "--resume", "--candidates", "4", "--seed", "2"]);
+    one_line_error(&resume, "not its state");
+    assert!(!state.join("search.json").exists(), "no new plan drawn");
+}
+
+#[test]
+fn a_search_and_a_training_run_never_share_a_folder() {
+    let (tmp, data) = temp_with_dataset(400);
+    let (s, out) = killed_search(tmp.path(), &data);
+    let d = data.to_str().unwrap();
+    // A run in a stopped search's folder: refused, and the search's files left alone.
+    let run = dptrain(&[&base_args(d, out.to_str().unwrap())[..], &["--noise-multiplier", "1"]].concat());
+    one_line_error(&run, "holds a search (search-state/)");
+    assert!(!out.join("report.json").exists() && !out.join("config.toml").exists());
+    // A search in a run's folder: refused.
+    let trained = tmp.path().join("trained");
+    assert!(
+        dptrain(&[&base_args(d, trained.to_str().unwrap())[..], &["--noise-multiplier", "1"]].concat())
+            .status
+            .success()
+    );
+    one_line_error(&tune(&s, &trained, &["--target-epsilon", "4"]), "holds a training run");
+    // A search refused before it drew its plan spent nothing: the next one there is not blocked.
+    let fresh = tmp.path().join("fresh");
+    let missing = space(tmp.path(), &tmp.path().join("no-such-data"), "learning_rate = [0.5]");
+    assert!(!tune(&missing, &fresh, &["--target-epsilon", "4"]).status.success());
+    let again = tune(&s, &fresh, &["--target-epsilon", "4", "--candidates", "1", "--seed", "3"]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+}
+
+#[test]
+fn a_space_of_other_data_folders_is_refused() {
+    let (tmp, data) = temp_with_dataset(400);
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    tiny_dataset(&other, 400);
+    let lists = format!("learning_rate = [0.5]\ndata_dir = [\"{}\", \"{}\"]", data.display(), other.display());
+    let s = space(tmp.path(), &data, &lists);
+    one_line_error(&tune(&s, &tmp.path().join("o"), &["--target-epsilon", "4"]), "`data_dir`");
+}
+
+#[test]
+fn a_search_started_from_a_models_weights_reports_where_they_came_from() {
+    let (tmp, data) = temp_with_dataset(400);
+    let d = data.to_str().unwrap();
+    let base = tmp.path().join("base");
+    assert!(dptrain(&[&base_args(d, base.to_str().unwrap())[..], &["--mechanism", "none"]].concat()).status.success());
+    let model = base.join("model.safetensors");
+    let path = tmp.path().join("space.toml");
+    let text = format!(
+        "[base]\nmodel = \"logreg\"\ndata_dir = \"{d}\"\nvalidation = 100\nepochs = 2.0\ndevice = \"cpu\"\ninit_from = \"{}\"\n[space]\nlearning_rate = [0.5, 1.0]\n",
+        model.display()
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = tmp.path().join("o");
+    let run = tune(path.to_str().unwrap(), &out, &["--target-epsilon", "4", "--candidates", "2", "--seed", "1"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("note: initial weights from") && stdout.contains("spends it again"), "{stdout}");
+    let r: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["initial_weights"]["report"]["mechanism"], "none", "{r}");
+    assert!(r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("initial weights from")));
+}

@@ -136,12 +136,12 @@ pub fn run(args: TuneArgs) -> Result<()> {
     if args.keep_state {
         eprintln!(
             "warning: {} is kept (--keep-state): it holds K and every candidate; publishing any of it voids the search's bound",
-            args.out_dir.join(dptrain::tune::STATE_DIR).display()
+            args.out_dir.join(dptrain::search_folder::STATE_DIR).display()
         );
     }
     print(&report, args.json)?;
     if !args.json {
-        println!("search report: {}", args.out_dir.join("report.json").display());
+        say!("search report: {}", args.out_dir.join("report.json").display())?;
     }
     Ok(())
 }
@@ -149,13 +149,13 @@ pub fn run(args: TuneArgs) -> Result<()> {
 /// Prints the search's release.
 fn print(r: &TuneReport, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string(r)?);
+        say!("{}", serde_json::to_string(r)?)?;
         return Ok(());
     }
     let Some(chosen) = &r.chosen else {
         bail!("the search drew no candidate (Poisson K = 0): nothing is released; it spent {}", r.privacy);
     };
-    println!(
+    say!(
         "chosen: learning rate {}, lot size {}, epochs {}, clip norm {}, momentum {} | validation score {:.2}% (noisy) | test accuracy {:.2}% | {}",
         chosen.learning_rate,
         chosen.lot_size,
@@ -165,7 +165,10 @@ fn print(r: &TuneReport, json: bool) -> Result<()> {
         r.validation_score.unwrap_or(0.0) * 100.0,
         r.test_accuracy.unwrap_or(0.0) * 100.0,
         r.privacy
-    );
-    println!("model: {}", r.run_dir.as_ref().map_or("-".into(), |d| d.display().to_string()));
+    )?;
+    for note in &r.notes {
+        say!("note: {note}")?;
+    }
+    say!("model: {}", r.run_dir.as_ref().map_or("-".into(), |d| d.display().to_string()))?;
     Ok(())
 }

@@ -60,17 +60,31 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The files of a run that `run_dir` holds (any of them: the folder holds a run).
+pub fn run_files(run_dir: &Path) -> Vec<&'static str> {
+    RUN_FILES.into_iter().filter(|f| occupied(&run_dir.join(f))).collect()
+}
+
 /// Prepares the folder of a fresh run (its lock held): refused when it holds another run's
 /// files, unless `overwrite` or that run never took a step (then they are removed first); writes config.toml (the `settings`
 /// TOML, which holds no seed, with the noise multiplier `z` they resolve to in a comment) and
 /// the key file of `keys`, and returns config.toml's digest.
 pub fn start(run_dir: &Path, settings: &str, z: Option<f64>, overwrite: bool, keys: &RunKeys) -> Result<String> {
-    let present: Vec<&str> = RUN_FILES.into_iter().filter(|f| occupied(&run_dir.join(f))).collect();
+    let present = run_files(run_dir);
     // A run is checkpointed before its first step: one killed before that checkpoint was all
     // written left its settings and keys only, took no step and released nothing. It is
     // replaced, as if it had never started.
     let never_stepped = present.iter().all(|f| [CONFIG_FILE, KEY_FILE].contains(f));
     if !present.is_empty() {
+        if !overwrite && completed(run_dir) {
+            return Err(EngineError::invalid(
+                "out dir",
+                format!(
+                    "{} holds a completed run (its model is {MODEL_FILE}): nothing is left to resume; give RunOptions::overwrite to replace it, or another run folder",
+                    run_dir.display()
+                ),
+            ));
+        }
         if !overwrite && !never_stepped {
             return Err(EngineError::invalid(
                 "out dir",
@@ -108,14 +122,18 @@ pub fn parse_config<C: DeserializeOwned>(run_dir: &Path, text: &str) -> Result<C
     toml::from_str(text).map_err(|_| file_error(&run_dir.join(CONFIG_FILE), "not a run configuration").into())
 }
 
+/// True when `run_dir` holds a completed run: its report says so and its key file is gone.
+fn completed(run_dir: &Path) -> bool {
+    let report = read_regular(&run_dir.join(REPORT_FILE), MAX_REPORT).ok();
+    report
+        .and_then(|r| serde_json::from_slice::<serde_json::Value>(&r).ok())
+        .is_some_and(|r| r["completed"] == true && !occupied(&keys::key_path(run_dir)))
+}
+
 /// The keys of the run in `run_dir`; when they are gone because the run completed, says so.
 pub fn read_keys(run_dir: &Path) -> Result<RunKeys> {
     Ok(RunKeys::load(run_dir).map_err(|e| {
-        let report = read_regular(&run_dir.join(REPORT_FILE), MAX_REPORT).ok();
-        let completed = report
-            .and_then(|r| serde_json::from_slice::<serde_json::Value>(&r).ok())
-            .is_some_and(|r| r["completed"] == true && !occupied(&keys::key_path(run_dir)));
-        if completed {
+        if completed(run_dir) {
             file_error(
                 run_dir,
                 "the run is complete (its key file was removed at the end): nothing is left to resume; start a new run with RunOptions::overwrite or another run folder",

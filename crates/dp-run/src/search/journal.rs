@@ -7,7 +7,7 @@
 use crate::folder::seal::{SEAL_BYTES, seal, verifies};
 use crate::search::plan::Planned;
 use dp_data::SecretKey;
-use dp_data::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, write_atomic};
+use dp_data::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, temporary_name, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -100,17 +100,29 @@ impl Journal {
         &self.dir
     }
 
-    /// True when the folder holds a folder: what only a search whose plan was saved leaves (its
-    /// candidates' folders), so a journal that has one but no state was tampered with.
+    /// True when the folder holds anything but the key and the state (and their temporary
+    /// files): what only a search whose plan was saved leaves (its candidates' folders, or
+    /// links planted in their place), so a journal that has any of it but no state was tampered
+    /// with.
     pub(crate) fn has_candidates(&self) -> Result<bool> {
+        let own: Vec<std::ffi::OsString> = [KEY_FILE, STATE_FILE]
+            .iter()
+            .flat_map(|f| [PathBuf::from(f), temporary_name(Path::new(f))])
+            .map(PathBuf::into_os_string)
+            .collect();
         let entries = std::fs::read_dir(&self.dir).map_err(|e| file_error(&self.dir, e))?;
         for entry in entries {
             let entry = entry.map_err(|e| file_error(&self.dir, e))?;
-            if entry.file_type().map_err(|e| file_error(&entry.path(), e))?.is_dir() {
+            if !own.contains(&entry.file_name()) {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// True when the search spent nothing: no plan was drawn and no candidate left anything.
+    pub fn spent_nothing(&self) -> Result<bool> {
+        Ok(!occupied(&self.dir.join(STATE_FILE)) && !self.has_candidates()?)
     }
 
     /// The state last saved; None before the plan is.
