@@ -90,6 +90,46 @@ impl Range {
     }
 }
 
+/// The most memory a space's configurations may take, by [`weight`].
+const MAX_SPACE_BYTES: usize = 64 << 20;
+
+/// About the bytes `value` takes once parsed (its text and a word per value and entry): what
+/// each cell's copy of it costs.
+fn weight(value: &toml::Value) -> usize {
+    const WORD: usize = 16;
+    match value {
+        toml::Value::String(text) => WORD + text.len(),
+        toml::Value::Array(items) => WORD + items.iter().map(weight).sum::<usize>(),
+        toml::Value::Table(table) => WORD + table.iter().map(|(k, v)| WORD + k.len() + weight(v)).sum::<usize>(),
+        _ => WORD,
+    }
+}
+
+/// Refuses a space whose configurations, each a copy of `[base]` with one value of each
+/// listed setting, would take more than [`MAX_SPACE_BYTES`], before any is made.
+fn check_size(file: &SpaceFile) -> Result<()> {
+    let mut cells = 1usize;
+    let mut per_cell = weight(&toml::Value::Table(file.base.clone()));
+    for values in file.space.values() {
+        let items = values.as_array().map_or(1, Vec::len).max(1);
+        cells = cells.saturating_mul(items);
+        per_cell = per_cell
+            .saturating_add(values.as_array().map_or(weight(values), |v| v.iter().map(weight).max().unwrap_or(0)));
+    }
+    let bytes = cells.saturating_mul(per_cell);
+    if bytes > MAX_SPACE_BYTES {
+        return Err(EngineError::invalid(
+            "search space",
+            format!(
+                "its configurations ({cells}, of about {per_cell} bytes each) would take {} MiB, more than the {} MiB a space may: list fewer values, or keep large settings short",
+                bytes >> 20,
+                MAX_SPACE_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The settings the search gives each candidate itself: refused in the file.
 const SET_BY_THE_SEARCH: [(&str, &str); 4] = [
     ("noise_multiplier", "calibrated so that the whole search meets --target-epsilon"),
@@ -105,6 +145,7 @@ pub fn configurations(file: &SpaceFile) -> Result<Space> {
             return Err(EngineError::invalid("search space", format!("`{key}` is set by the search: {why}")));
         }
     }
+    check_size(file)?;
     let mut tables = vec![file.base.clone()];
     let mut ranges = Vec::new();
     for (key, values) in &file.space {
@@ -230,5 +271,25 @@ mod tests {
         refused("[space]\nlearning_rate = []", "non-empty list");
         refused("[base]\nnoise_multiplier = 0.5\n[space]\nlearning_rate = [1.0]", "set by the search");
         refused("[space]\nseed = [1, 2]", "set by the search");
+    }
+
+    #[test]
+    fn a_space_too_large_for_memory_is_refused_before_its_cells_are_made() {
+        let lists = |n: usize| (0..n).map(|i| format!("{}.0", i + 1)).collect::<Vec<_>>().join(", ");
+        let grid = format!("learning_rate = [{}]\nmomentum = [{}]", lists(100), lists(100));
+        let numbers = (0..480_000).map(|i| (i % 10).to_string()).collect::<Vec<_>>().join(",");
+        let names = (0..250_000).map(|i| format!("\"c{i}\"")).collect::<Vec<_>>().join(",");
+        for base in [
+            format!("hidden_sizes = [{numbers}]"),
+            format!("label = \"{}\"", "x".repeat(1 << 20)),
+            format!("classes = [{names}]"),
+        ] {
+            let text = format!("[base]\n{base}\n[space]\n{grid}");
+            let e = space(&text).unwrap_err().to_string();
+            assert!(e.contains("MiB, more than the 64 MiB"), "{e}");
+        }
+        // The same [base] in one cell is no burden.
+        let one = format!("[base]\nlabel = \"{}\"\n[space]\nlearning_rate = [1.0]", "x".repeat(1 << 20));
+        assert_eq!(space(&one).unwrap().cells.len(), 1);
     }
 }

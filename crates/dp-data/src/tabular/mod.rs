@@ -259,6 +259,53 @@ mod tests {
     }
 
     #[test]
+    fn a_first_row_with_a_typo_is_data_and_its_bad_cell_an_error() {
+        // Headerless, its first row mistyped: once taken for a header and dropped without a word.
+        for first in ["0.5x,1,0", "1,2x,1", "0.5,1,zero"] {
+            let csv = format!("{first}\n0.25,3,1\n0.75,4,0\n");
+            match load(&csv, &of(&["0", "1"])) {
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(e.contains("line 1") && !e.contains('\n'), "{first}: {e}");
+                }
+                Ok(d) => panic!("{first}: read as {} rows", d.len()),
+            }
+        }
+        // A header of names alone is still one; declared, a first row of names is too.
+        assert_eq!(load("a,b,y\n0.5,1,0\n2,3,1\n", &of(&["0", "1"])).unwrap().len(), 2);
+        let named = CsvOptions { header: HeaderMode::Present, ..of(&["0", "1"]) };
+        assert_eq!(load("a,2020,y\n0.5,1,0\n2,3,1\n", &named).unwrap().feature_names, ["a", "2020"]);
+        let e = load("a,2020,y\n0.5,1,0\n2,3,1\n", &of(&["0", "1"])).unwrap_err().to_string();
+        assert!(e.contains("line 1") && e.contains("if line 1 names the columns"), "{e}");
+    }
+
+    #[test]
+    fn a_table_of_a_million_columns_is_read_in_linear_time() {
+        let width = 1_000_000;
+        let header: Vec<String> = (0..width).map(|j| format!("c{j}")).collect();
+        let row: Vec<&str> = (0..width).map(|j| if j + 1 == width { "1" } else { "2" }).collect();
+        let csv = format!("{}\n{}\n{}\n", header.join(","), row.join(","), row.join(","));
+        let started = std::time::Instant::now();
+        let d = load(&csv, &of(&["0", "1"])).unwrap();
+        assert_eq!((d.len(), d.dim), (2, width - 1));
+        // The duplicate-name check was quadratic: 10^5 columns took 79 s, 10^6 over 120.
+        assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+        let mut twice = header.clone();
+        twice[width - 1] = "c17".into();
+        let csv = format!("{}\n{}\n", twice.join(","), row.join(","));
+        let e = load(&csv, &of(&["0", "1"])).unwrap_err().to_string();
+        assert!(e.contains("columns 17 and 999999 are both named 'c17'"), "{e}");
+    }
+
+    #[test]
+    fn one_hot_columns_too_wide_for_memory_are_refused_before_they_are_made() {
+        // A unique identifier per row, read as a categorical column: rows x rows one-hot cells.
+        let rows: String = (0..3000).map(|i| format!("id{i},{}\n", i % 2)).collect();
+        let e = crate::memory::with_budget(32 << 20, || load(&rows, &of(&["0", "1"]))).unwrap_err().to_string();
+        assert!(e.contains("one-hot") && e.contains(crate::memory::BUDGET_VARIABLE), "{e}");
+    }
+
+    #[test]
     fn written_tables_read_back() {
         let d = load("a,b,y\n0.5,1e-3,cat\n2,3,dog\n", &of(&["cat", "dog"])).unwrap();
         let out = tempfile::NamedTempFile::new().unwrap();
