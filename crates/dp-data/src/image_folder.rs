@@ -10,6 +10,7 @@
 
 use crate::error::{DataError, Result};
 use crate::image_dataset::{ImageDataset, Normalization};
+use crate::jpeg;
 use crate::safe_files::{file_error, open_regular, read_bounded};
 use image::imageops::FilterType;
 use image::{ImageReader, Limits};
@@ -73,7 +74,11 @@ fn listing(dir: &Path) -> Result<Vec<(String, Vec<PathBuf>)>> {
                 ));
             }
         }
-        let name = class.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // Compared with the test set's and written into reports: a name that is not UTF-8 would be
+        // compared by a lossy rendering, which two different names can share.
+        let name = class.file_name().and_then(|n| n.to_str()).map(str::to_string).ok_or_else(|| {
+            file_error(&class, "is a class folder whose name is not UTF-8: rename it (class names must be text)")
+        })?;
         classes.push((name, files));
     }
     if classes.len() < 2 {
@@ -85,34 +90,23 @@ fn listing(dir: &Path) -> Result<Vec<(String, Vec<PathBuf>)>> {
     Ok(classes)
 }
 
-/// False for a JPEG (it starts with the start-of-image marker FF D8) whose last scan (FF DA) is
-/// not followed by the end-of-image marker FF D9: a file cut short, which the decoder would fill
-/// in silently (scan data holds no FF D9: a data byte FF is stuffed as FF 00). True for any other
-/// file.
-fn jpeg_is_whole(bytes: &[u8]) -> bool {
-    if !bytes.starts_with(&[0xFF, 0xD8]) {
-        return true;
-    }
-    let marker = |m: u8| move |w: &[u8]| w == [0xFF, m];
-    let Some(scan) = bytes.windows(2).rposition(marker(0xDA)) else { return false };
-    bytes[scan..].windows(2).any(marker(0xD9))
-}
-
 /// The image file `path` decoded and resized to `shape` (1 channel: grey, 3: RGB), in CHW order.
 fn decode(path: &Path, [c, h, w]: [usize; 3]) -> Result<Vec<u8>> {
     let (file, len) = open_regular(path)?;
     let bytes = read_bounded(file, len, path, MAX_IMAGE_FILE)?;
     let bad = |e: &dyn std::fmt::Display| file_error(path, format!("is not a readable PNG or JPEG image ({e})"));
-    if !jpeg_is_whole(&bytes) {
-        return Err(bad(&"a JPEG cut short: no end-of-image marker after its last scan"));
-    }
-    let mut reader = ImageReader::new(Cursor::new(bytes)).with_guessed_format().map_err(|e| bad(&e))?;
-    let mut limits = Limits::default();
-    limits.max_image_width = Some(MAX_IMAGE_SIDE);
-    limits.max_image_height = Some(MAX_IMAGE_SIDE);
-    limits.max_alloc = Some(MAX_DECODE_BYTES);
-    reader.limits(limits);
-    let image = reader.decode().map_err(|e| bad(&e))?;
+    let image = match bytes.starts_with(&[0xFF, 0xD8]) {
+        true => jpeg::decode_strict(&bytes, MAX_IMAGE_SIDE, MAX_DECODE_BYTES).map_err(|e| bad(&e))?,
+        false => {
+            let mut reader = ImageReader::new(Cursor::new(bytes)).with_guessed_format().map_err(|e| bad(&e))?;
+            let mut limits = Limits::default();
+            limits.max_image_width = Some(MAX_IMAGE_SIDE);
+            limits.max_image_height = Some(MAX_IMAGE_SIDE);
+            limits.max_alloc = Some(MAX_DECODE_BYTES);
+            reader.limits(limits);
+            reader.decode().map_err(|e| bad(&e))?
+        }
+    };
     let image = image.resize_exact(w as u32, h as u32, FilterType::Triangle);
     Ok(match c {
         1 => image.to_luma8().into_raw(),
@@ -223,5 +217,30 @@ mod tests {
         std::fs::write(&path, &whole[..whole.len() * 6 / 10]).unwrap();
         let err = load_image_folder(dir.path(), [3, 8, 8], None).unwrap_err().to_string();
         assert!(err.contains("x.jpg") && err.contains("cut short"), "{err}");
+        // The cut hidden by an end-of-image marker appended: refused too, naming the file.
+        for at in [600, whole.len() / 2] {
+            std::fs::write(&path, [&whole[..at], &[0xFF, 0xD9][..]].concat()).unwrap();
+            let err = load_image_folder(dir.path(), [3, 8, 8], None).unwrap_err().to_string();
+            assert!(err.contains("x.jpg") && err.contains("JPEG"), "{err}");
+        }
+    }
+
+    #[test]
+    fn class_folders_whose_names_are_not_utf8_are_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (train, test) = (dir.path().join("train"), dir.path().join("test"));
+        // Lossily both train's and test's pairs read as the same two names.
+        for (root, names) in [(&train, [0xfe_u8, 0xff]), (&test, [0xfd, 0xfe])] {
+            for name in names {
+                let class = root.join(std::ffi::OsStr::from_bytes(&[name]));
+                fs::create_dir_all(&class).unwrap();
+                write(&class.join("x.png"), &[9; 12], (2, 2), false);
+            }
+        }
+        for root in [&train, &test] {
+            let e = load_image_folder(root, [3, 2, 2], None).unwrap_err().to_string();
+            assert!(e.contains("not UTF-8"), "{e}");
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod error;
 pub mod idx;
 pub mod image_dataset;
 pub mod image_folder;
+pub mod jpeg;
 pub mod memory;
 pub mod mnist;
 pub mod rng_state;
