@@ -3,6 +3,7 @@
 use crate::common;
 
 use crate::common::dptrain;
+use crate::common::{base_args, binary, one_line_error, temp_with_dataset};
 
 use serde_json::Value;
 use std::process::Output;
@@ -162,4 +163,82 @@ fn selftest_reports_each_check_with_its_tolerance() {
     if !(common::built_with_cuda() && out.status.success()) {
         common::one_line_error(&out, "CUDA");
     }
+}
+
+/// `dptrain args` with its standard output on /dev/full (a full disk).
+fn onto_full_disk(args: &[&str]) -> Output {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    std::process::Command::new(binary()).args(args).stdout(full).output().expect("dptrain runs")
+}
+
+#[test]
+fn every_command_whose_output_cannot_be_written_fails_in_one_line() {
+    let (tmp, data) = temp_with_dataset(200);
+    let d = data.to_str().unwrap();
+    let run = tmp.path().join("run");
+    let r = run.to_str().unwrap();
+    let table = tmp.path().join("t.csv");
+    std::fs::write(&table, (0..60).map(|i| format!("{},{}\n", i % 7, i % 2)).collect::<String>()).unwrap();
+    let t = table.to_str().unwrap();
+    let (export, plot) = (tmp.path().join("e.safetensors"), tmp.path().join("p.svg"));
+    let erm = tmp.path().join("erm");
+    let train = [&base_args(d, r)[..], &["--noise-multiplier", "1"]].concat();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["--version"],
+        vec!["--help"],
+        vec!["train", "--help"],
+        [&["account", "-z", "1.1"][..], &MNIST].concat(),
+        [&["calibrate", "--target-epsilon", "3"][..], &MNIST].concat(),
+        vec!["selftest", "--device", "cpu"],
+        train,
+        vec!["export", r, "--out", export.to_str().unwrap()],
+        vec!["plot", "--out", plot.to_str().unwrap(), r],
+        vec![
+            "erm",
+            "--dataset",
+            t,
+            "--label",
+            "column1",
+            "--classes",
+            "0,1",
+            "--methods",
+            "non-private",
+            "--epsilons",
+            "1",
+            "--out",
+            erm.to_str().unwrap(),
+        ],
+    ];
+    for args in commands {
+        let out = onto_full_disk(&args);
+        assert!(!out.status.success() && out.status.code() != Some(101), "{args:?}: {:?}", out.status);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.trim().lines().last().unwrap_or_default();
+        assert!(last.contains("standard output could not be written"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    // The completed run's files are kept.
+    assert!(run.join("model.safetensors").exists() && run.join("report.json").exists());
+}
+
+#[test]
+fn a_burn_device_this_build_has_not_is_one_line_at_resume() {
+    let (tmp, data) = temp_with_dataset(200);
+    let out = tmp.path().join("run");
+    let o = out.to_str().unwrap();
+    let stop = dptrain(
+        &[&base_args(data.to_str().unwrap(), o)[..], &["--noise-multiplier", "1", "--stop-after", "2"]].concat(),
+    );
+    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    for value in ["junk", "", "metal", "tch"] {
+        let resume = std::process::Command::new(binary())
+            .args(["train", "--resume", "--device", "cpu", "--out-dir", o])
+            .env("BURN_DEVICE", value)
+            .output()
+            .unwrap();
+        one_line_error(&resume, "BURN_DEVICE");
+        assert!(String::from_utf8_lossy(&resume.stderr).contains("flex"), "names what it may be");
+    }
+    let resume = dptrain(&["train", "--resume", "--device", "cpu", "--out-dir", o]);
+    assert!(resume.status.success(), "the run itself is intact: {}", String::from_utf8_lossy(&resume.stderr));
 }

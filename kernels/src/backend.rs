@@ -211,6 +211,7 @@ impl DeviceChoice {
         self,
         prove: &dyn Fn(&SelectedDevice) -> Result<(), String>,
     ) -> Result<SelectedDevice, DeviceError> {
+        crate::burn_device::check().map_err(DeviceError)?;
         match self {
             DeviceChoice::Cpu => Ok(cpu()),
             DeviceChoice::Ndarray => open_ndarray(),

@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod burn_device;
 pub mod chacha;
 pub mod clipping;
 #[cfg(feature = "wgpu")]

@@ -69,6 +69,7 @@ fn libdevice() -> Result<(), String> {
 /// without a Vulkan adapter, cannot.
 #[cfg(feature = "wgpu")]
 pub fn default_device_opens() -> Result<(), String> {
+    crate::burn_device::check()?;
     open_quietly(Device::default).map(|_| ()).ok_or_else(|| {
         "Burn restores an optimiser's state on its default device (BURN_DEVICE, else CUDA, then wgpu, as built), \
          which cannot be opened here: set BURN_DEVICE=flex (the CPU)"
@@ -76,10 +77,11 @@ pub fn default_device_opens() -> Result<(), String> {
     })
 }
 
-/// Burn's default device opens here: in a build without the `wgpu` feature it is the CPU's (flex).
+/// Burn's default device opens here: in a build without the `wgpu` feature it is the CPU's (flex),
+/// unless `BURN_DEVICE` names a backend the build has not.
 #[cfg(not(feature = "wgpu"))]
 pub fn default_device_opens() -> Result<(), String> {
-    Ok(())
+    crate::burn_device::check()
 }
 
 /// The device `open` gives, with its identity (which opens it), or None where that panicked.

@@ -176,9 +176,9 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let reports = audits.iter().map(|audit| audit.run(|| bar.inc())).collect::<dp_erm::Result<Vec<_>>>()?;
     bar.finish();
     if args.json {
-        println!("{}", serde_json::to_string(&reports)?);
+        say!("{}", serde_json::to_string(&reports)?)?;
     } else {
-        print_table(&args, &train, design, &reports);
+        print_table(&args, &train, design, &reports)?;
     }
     // Drawn after the reports are out, so a plot that cannot be written loses no audit.
     if let Some(path) = &args.plot {
@@ -190,7 +190,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
 }
 
 /// The human-readable report: a header, one row per audit, and what the confidence covers.
-fn print_table(args: &AuditArgs, train: &TabularData, design: Design, reports: &[AuditReport]) {
+fn print_table(args: &AuditArgs, train: &TabularData, design: Design, reports: &[AuditReport]) -> Result<()> {
     let (what, evidence, note) = match design {
         Design::ManyRuns { runs } => (
             format!("{runs} trainings without and {runs} with one canary"),
@@ -211,22 +211,31 @@ fn print_table(args: &AuditArgs, train: &TabularData, design: Design, reports: &
             ),
         ),
     };
-    println!(
+    say!(
         "{}: {} training rows; {what}; bounds at {}% confidence for delta {:e}{}",
         args.table.dataset.display(),
         train.len(),
         100.0 * args.confidence,
         args.settings.delta,
         if args.seed.is_some() { " (seeded)" } else { "" }
-    );
-    println!();
-    println!(
+    )?;
+    say!()?;
+    say!(
         "{:<12} {:<9} {:>6} {:>9} {:<12} {:>9} {:>8} {evidence} {:>7}  {:<16} bound per run",
-        "mechanism", "canary", "eps", "claimed", "label", "certified", "max lb", "s/run", "verdict"
-    );
+        "mechanism",
+        "canary",
+        "eps",
+        "claimed",
+        "label",
+        "certified",
+        "max lb",
+        "s/run",
+        "verdict"
+    )?;
     for r in reports {
-        print!("{}", row(r));
+        put!("{}", row(r))?;
     }
-    println!();
-    println!("{note}");
+    say!()?;
+    say!("{note}")?;
+    Ok(())
 }

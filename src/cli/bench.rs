@@ -138,13 +138,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let machine = Machine::this();
     if args.json {
         let out = json!({"device": device_name, "machine": machine, "iterations": args.iterations, "workloads": json_rows(&rows)});
-        println!("{out}");
+        say!("{out}")?;
     } else {
-        println!(
+        say!(
             "device {device_name}; machine {machine}; median ms per lot of {} timed lots after {} warm-up",
-            args.iterations, args.warmup
-        );
-        print_table(&rows, &mechanisms, device.is_cube());
+            args.iterations,
+            args.warmup
+        )?;
+        print_table(&rows, &mechanisms, device.is_cube())?;
     }
     Ok(())
 }
@@ -225,9 +226,9 @@ fn json_rows(rows: &[(&Workload, BenchResult)]) -> Vec<serde_json::Value> {
 }
 
 /// The timed workloads as a table with the mechanisms' ratios (and, on wgpu, the launches).
-fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], launches: bool) {
+fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], launches: bool) -> Result<()> {
     let header: Vec<String> = mechanisms.iter().map(|m| format!("{:>16}", name(*m))).collect();
-    println!(
+    say!(
         "{:<12} {:>6} {:>6} {}   {:>9} {:>9} {:>9} {:>9}",
         "workload",
         "lot",
@@ -237,14 +238,14 @@ fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], 
         "opt/gauss",
         "paper/gauss",
         "ls/gauss"
-    );
+    )?;
     for (w, r) in rows {
         let cells: Vec<String> = r.ms_per_lot.iter().map(|(_, t)| format!("{t:>16.2}")).collect();
         let g = r.ms(MechanismName::Gaussian);
         // A ratio of a mechanism that was not timed is shown as "-".
         let ratio =
             |t: f64, width: usize| if t.is_nan() { format!("{:>width$}", "-") } else { format!("{t:>width$.3}") };
-        println!(
+        say!(
             "{:<12} {:>6} {:>6}{}   {} {} {} {}",
             w.name,
             w.lot_size,
@@ -254,17 +255,17 @@ fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], 
             ratio(r.ms(MechanismName::Optimized) / g, 9),
             ratio(r.ms(MechanismName::OptimizedPaper) / g, 11),
             ratio(r.ms(MechanismName::LsSgd) / g, 9)
-        );
+        )?;
     }
     for (w, r) in rows.iter().filter(|(_, r)| !r.phases_ms.is_empty()) {
-        println!("{}: median ms per lot in each phase", w.name);
+        say!("{}: median ms per lot in each phase", w.name)?;
         let heads: Vec<String> = r.phases_ms.iter().map(|(m, _)| format!("{:>12}", name(*m))).collect();
-        println!("  {:<14}{}", "phase", heads.join(""));
+        say!("  {:<14}{}", "phase", heads.join(""))?;
         for (p, phase) in Phase::ALL.iter().enumerate() {
             let cells: Vec<String> = r.phases_ms.iter().map(|(_, ms)| format!("{:>12.2}", ms[p])).collect();
-            println!("  {:<14}{}", phase.name(), cells.join(""));
+            say!("  {:<14}{}", phase.name(), cells.join(""))?;
         }
-        println!("{}: the kernel of each pass of each layer", w.name);
+        say!("{}: the kernel of each pass of each layer", w.name)?;
         for l in &r.kernels {
             let passes: Vec<String> = l
                 .passes
@@ -274,16 +275,17 @@ fn print_table(rows: &[(&Workload, BenchResult)], mechanisms: &[MechanismName], 
                     format!("{} {}", pass.name(), names.join("+"))
                 })
                 .collect();
-            println!("  {}: {}", l.layer, passes.join(", "));
+            say!("  {}: {}", l.layer, passes.join(", "))?;
         }
     }
     if launches {
         for (w, r) in rows {
             let counts: Vec<String> = r.launches_per_lot.iter().map(|(m, n)| format!("{} {n}", name(*m))).collect();
-            println!("{}: device kernels launched per lot: {}", w.name, counts.join(", "));
+            say!("{}: device kernels launched per lot: {}", w.name, counts.join(", "))?;
         }
     }
-    println!(
+    say!(
         "targets: gaussian/none <= 1.3, optimized/gaussian <= 1.1, ls-sgd/gaussian <= 1.05 (Xiang et al. measured 1.81 and 2.72 on MNIST)"
-    );
+    )?;
+    Ok(())
 }

@@ -112,7 +112,7 @@ fn run_synth(args: SynthArgs) -> Result<()> {
         progress.set_position(done);
     })?;
     progress.finish();
-    println!("written: {} ({} classes)", args.dir.display(), dptrain::synthetic::classes());
+    say!("written: {} ({} classes)", args.dir.display(), dptrain::synthetic::classes())?;
     Ok(())
 }
 
@@ -137,6 +137,6 @@ fn run_fetch(args: FetchArgs) -> Result<()> {
     })?;
     progress.finish();
     let what = if downloaded { "fetched and verified" } else { "already there, verified" };
-    println!("{what}: {}", dir.display());
+    say!("{what}: {}", dir.display())?;
     Ok(())
 }

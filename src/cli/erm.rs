@@ -151,10 +151,10 @@ pub fn run(args: ErmArgs) -> Result<()> {
     bar.finish();
     let written = write(&report, &args.out)?;
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        say!("{}", serde_json::to_string(&report)?)?;
     } else {
-        print_summary(&args, &table, &report);
-        println!("wrote {}", written.join(", "));
+        print_summary(&args, &table, &report)?;
+        say!("wrote {}", written.join(", "))?;
     }
     Ok(())
 }
@@ -217,24 +217,26 @@ fn write(report: &ExperimentReport, out: &Path) -> Result<Vec<String>> {
 }
 
 /// The data, the problem's constants, the non-private optimum, the table and the methods' notes.
-fn print_summary(args: &ErmArgs, table: &TabularData, report: &ExperimentReport) {
+fn print_summary(args: &ErmArgs, table: &TabularData, report: &ExperimentReport) -> Result<()> {
     let c = &report.constants;
-    println!(
+    say!(
         "{}: {} training rows, {} test rows, {} features (intercept included), classes {}",
         args.table.dataset.display(),
         report.train_rows,
         report.test_rows,
         report.features,
         class_list(&report.classes)
-    );
+    )?;
     if table.missing.imputed_cells + table.missing.dropped_rows > 0 {
-        println!(
+        say!(
             "missing values: {} cells imputed, {} rows dropped ({:?})",
-            table.missing.imputed_cells, table.missing.dropped_rows, table.missing.by_column
-        );
+            table.missing.imputed_cells,
+            table.missing.dropped_rows,
+            table.missing.by_column
+        )?;
     }
     let opt = |v: Option<f64>| v.map_or("none (not convex)".to_string(), |v| format!("{v:.4}"));
-    println!(
+    say!(
         "{} ({} parameters), lambda {}: G = {:.4} on the ball of radius {:.4}, L = {}, Delta = {}",
         report.model,
         report.parameters,
@@ -243,25 +245,26 @@ fn print_summary(args: &ErmArgs, table: &TabularData, report: &ExperimentReport)
         c.radius,
         opt(c.smoothness),
         opt(c.strong_convexity)
-    );
-    println!("training loops of input, dbdp, gradient on {}", report.device);
-    println!(
+    )?;
+    say!("training loops of input, dbdp, gradient on {}", report.device)?;
+    say!(
         "non-private: L* = {:.6}, test accuracy {:.2}%; delta = {:e}, {} run(s) per cell{}",
         report.l_star,
         100.0 * report.non_private_accuracy,
         report.settings.delta,
         args.repeats,
         if args.seed.is_some() { " (seeded: reproducible noise, not for release)" } else { "" }
-    );
-    println!();
-    print!("{}", report.to_table());
-    println!();
+    )?;
+    say!()?;
+    put!("{}", report.to_table())?;
+    say!()?;
     let mut seen = Vec::new();
     for row in report.rows.iter().filter(|r| !r.notes.is_empty()) {
         if !seen.contains(&row.method) {
             seen.push(row.method);
             let at = row.epsilon.map_or(String::new(), |e| format!(" (epsilon {e})"));
-            println!("{}{at}: {}", row.method, row.notes.join("; "));
+            say!("{}{at}: {}", row.method, row.notes.join("; "))?;
         }
     }
+    Ok(())
 }

@@ -49,12 +49,12 @@ pub fn run(args: ExportArgs) -> Result<()> {
             exported.path.display()
         );
     }
-    println!(
+    say!(
         "{}: {} tensors ({}), {}",
         exported.path.display(),
         exported.tensors.len(),
         exported.tensors.join(", "),
         exported.privacy
-    );
+    )?;
     Ok(())
 }

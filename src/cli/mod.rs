@@ -1,5 +1,22 @@
 //! Command-line parsing and dispatch. Every failure ends as one line on stderr and a non-zero exit.
 
+/// `println!` that returns an error instead of panicking where standard output cannot be
+/// written (`> /dev/full`, a full disk): the command then ends in one line on stderr.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err($crate::cli::stdout_error)
+    }};
+}
+
+/// `print!` as [`say!`] is `println!`.
+macro_rules! put {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*).map_err($crate::cli::stdout_error)
+    }};
+}
+
 mod account;
 mod accountant_args;
 mod audit;
@@ -22,6 +39,7 @@ mod tune;
 mod words;
 
 use clap::{Parser, Subcommand};
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
@@ -82,8 +100,10 @@ pub fn run() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help and --version: print as clap renders them.
-            print!("{e}");
-            return ExitCode::SUCCESS;
+            return match put!("{e}").and_then(|()| flushed()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => failed(&format!("error: {e}")),
+            };
         }
         Err(e) => {
             // clap's message may continue on indented lines (e.g. the missing flags): keep them,
@@ -107,7 +127,7 @@ pub fn run() -> ExitCode {
         Command::Plot(args) => plot::run(args),
         Command::Selftest(args) => selftest::run(args),
     };
-    match result {
+    match result.and_then(|()| flushed()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // A cause whose message its parent already shows (an error that keeps its source
@@ -122,11 +142,26 @@ pub fn run() -> ExitCode {
             let interrupted = matches!(e.downcast_ref(), Some(dp_engine::EngineError::Interrupted(_)));
             if interrupted {
                 // As a shell reports a process ended by SIGINT.
-                eprintln!("{line}");
+                let _ = writeln!(std::io::stderr(), "{line}");
                 return ExitCode::from(130);
             }
-            eprintln!("error: {line}");
-            ExitCode::FAILURE
+            failed(&format!("error: {line}"))
         }
     }
+}
+
+/// The error of a write to standard output that failed.
+pub(crate) fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!("standard output could not be written ({e}): nothing else was lost")
+}
+
+/// Standard output flushed: what is still buffered at the end is written, or the command fails.
+fn flushed() -> anyhow::Result<()> {
+    std::io::stdout().flush().map_err(stdout_error)
+}
+
+/// Says `line` on stderr (quietly dropped where stderr cannot be written either) and fails.
+fn failed(line: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "{line}");
+    ExitCode::FAILURE
 }

@@ -14,27 +14,27 @@ pub fn print_report(headline: &str, report: &PrivacyReport, extra: &[(&str, Valu
         for (key, value) in extra {
             object.insert((*key).to_string(), value.clone());
         }
-        println!("{}", Value::Object(object));
+        say!("{}", Value::Object(object))?;
         return Ok(());
     }
-    println!("{headline}{report}");
+    say!("{headline}{report}")?;
     let params: Vec<String> = extra.iter().map(|(k, v)| format!("{} {v}", k.replace('_', " "))).collect();
-    println!("  Poisson-subsampled Gaussian: {}", params.join(", "));
+    say!("  Poisson-subsampled Gaussian: {}", params.join(", "))?;
     if let (Some(order), Some(conversion)) = (report.optimal_order, &report.conversion) {
-        println!("  RDP optimal order {order}, conversion {conversion}");
+        say!("  RDP optimal order {order}, conversion {conversion}")?;
         if report.optimal_order_at_grid_edge == Some(true) {
-            println!("  note: the optimal order lies at the end of the order grid; a wider grid could certify less");
+            say!("  note: the optimal order lies at the end of the order grid; a wider grid could certify less")?;
         }
     }
     if let (Some(est), Some(lower), Some(err)) = (report.epsilon_estimate, report.epsilon_lower, report.eps_error) {
-        println!(
+        say!(
             "  PRV estimate {est:.4}, bounds [{lower:.4}, {:.4}] (eps error {err:.2e}, delta error {:.2e})",
             report.epsilon,
             report.delta_error.unwrap_or(0.0)
-        );
+        )?;
     }
     if let Some(z) = report.effective_noise_multiplier {
-        println!("  equivalent single Gaussian release: noise multiplier {z:.6}");
+        say!("  equivalent single Gaussian release: noise multiplier {z:.6}")?;
     }
     Ok(())
 }

@@ -44,6 +44,6 @@ pub fn run(args: PlotArgs) -> Result<()> {
         .collect::<dp_engine::error::Result<Vec<_>>>()?;
     check_some(&curves)?;
     draw(&curves, &args.title, &args.out)?;
-    println!("{} and {}", args.out.display(), args.out.with_extension("png").display());
+    say!("{} and {}", args.out.display(), args.out.with_extension("png").display())?;
     Ok(())
 }

@@ -46,16 +46,16 @@ pub fn run(args: SelftestArgs) -> Result<()> {
     let open_seconds = started.elapsed().as_secs_f64();
     let device_name = format!("{} ({})", device.backend, device.name);
     if !args.json {
-        println!("selftest on {device_name}");
+        say!("selftest on {device_name}")?;
         if !device.is_cube() {
-            println!("(a CPU device: its kernels are the references, so only the DP step compares two computations)");
+            say!("(a CPU device: its kernels are the references, so only the DP step compares two computations)")?;
         }
     }
     let mut checks: Vec<Check> = Vec::new();
     for suite in SUITES {
         let done = run_suite(suite, &device.device, &Untouched);
         if !args.json {
-            done.iter().for_each(print_line);
+            done.iter().try_for_each(print_line)?;
         }
         checks.extend(done);
     }
@@ -64,12 +64,12 @@ pub fn run(args: SelftestArgs) -> Result<()> {
     if args.json {
         let rows: Vec<_> = checks.iter().map(|c| json!({"check": c, "passed": c.passed()})).collect();
         let tried = &device.tried;
-        println!(
+        say!(
             "{}",
             json!({"device": device_name, "checks": rows, "failed": failed, "seconds": seconds, "open_seconds": open_seconds, "tried": tried})
-        );
+        )?;
     } else {
-        println!("{} of {} checks passed in {seconds:.1} s", checks.len() - failed, checks.len());
+        say!("{} of {} checks passed in {seconds:.1} s", checks.len() - failed, checks.len())?;
     }
     if failed > 0 {
         bail!("selftest: {failed} of {} checks failed on {device_name}", checks.len());
@@ -78,13 +78,14 @@ pub fn run(args: SelftestArgs) -> Result<()> {
 }
 
 /// One check as a line: verdict, measured deviation, tolerance, what was compared.
-fn print_line(c: &Check) {
+fn print_line(c: &Check) -> Result<()> {
     let verdict = if c.passed() { "ok  " } else { "FAIL" };
     match (&c.error, c.measured) {
-        (Some(error), _) => println!("{verdict} {}: {error}", c.name),
-        (None, Some(m)) => println!("{verdict} {:>9} (tolerance {})  {}", number(m), number(c.tolerance), c.name),
-        (None, None) => println!("{verdict} {}", c.name),
+        (Some(error), _) => say!("{verdict} {}: {error}", c.name)?,
+        (None, Some(m)) => say!("{verdict} {:>9} (tolerance {})  {}", number(m), number(c.tolerance), c.name)?,
+        (None, None) => say!("{verdict} {}", c.name)?,
     }
+    Ok(())
 }
 
 /// A deviation as a reader takes it in: 0, three decimals between 0.01 and 10^4, else powers of ten.

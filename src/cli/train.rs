@@ -217,10 +217,10 @@ pub fn run(args: TrainArgs) -> Result<()> {
 /// Prints the report: one line, or its JSON with `json`.
 fn print_report(r: &RunReport, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string(r)?);
+        say!("{}", serde_json::to_string(r)?)?;
         return Ok(());
     }
-    println!(
+    say!(
         "{} accuracy {:.2}% | {} | {} steps in {:.1} s on {}",
         r.evaluated_on,
         r.test_accuracy * 100.0,
@@ -228,23 +228,26 @@ fn print_report(r: &RunReport, json: bool) -> Result<()> {
         r.steps,
         r.seconds,
         r.device
-    );
+    )?;
     if let Some(p) = &r.sigma_privacy {
-        println!("privacy of the smallest sigma actually used: {}", p);
+        say!("privacy of the smallest sigma actually used: {}", p)?;
     }
     if let Some(a) = &r.audit {
-        println!(
+        say!(
             "audit: epsilon >= {:.3} (empirical, {}% confidence; {} of {} guesses right on {} white-box canaries)",
             a.bound.epsilon,
             a.confidence * 100.0,
             a.bound.correct,
             a.bound.guesses,
             a.bound.canaries
-        );
+        )?;
     }
-    println!("run folder: {} (curves: {})", r.run_dir.display(), r.curves.display());
+    if let Some(initial) = &r.initial_weights {
+        say!("note: {}", initial.note())?;
+    }
+    say!("run folder: {} (curves: {})", r.run_dir.display(), r.curves.display())?;
     if !r.completed && !r.interrupted {
-        println!("stopped before the planned steps: continue with --resume --out-dir {}", r.run_dir.display());
+        say!("stopped before the planned steps: continue with --resume --out-dir {}", r.run_dir.display())?;
     }
     Ok(())
 }
