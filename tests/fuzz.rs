@@ -1,5 +1,7 @@
 //! A bounded fuzz harness for every parser and the checkpoint loader: IDX (raw and gzip), the
-//! CIFAR-10 binary, CSV tables, the TOML run configuration, and the checkpoints of every
+//! CIFAR-10 binary, CSV tables (mutated, and of hostile shapes: wide, one-character fields, a
+//! mistyped first row), search spaces of hostile sizes, JPEG files cut short with a marker
+//! appended (each must be refused), the TOML run configuration, and the checkpoints of every
 //! mechanism (raw damage, which the MAC refuses; damage sealed with the run's own MAC key, which
 //! reaches the header, the Burn records and every resume check; and the sampler's and noise
 //! stream's positions edited under a valid MAC, which must all be refused). Each input is a valid
@@ -13,11 +15,13 @@ use crate::common::checkpoint_view;
 
 use dp_accounting::LotSampling;
 use dp_data::idx::{encode_idx, read_idx};
+use dp_data::image_folder::load_image_folder;
 use dp_data::{CsvOptions, Normalization, Split, cifar10::load_cifar10, load_csv};
 use dp_engine::backend;
 use dp_engine::privacy::mechanism::MechanismName;
 use dp_run::RunOptions;
 use dp_run::folder::checkpoint::Checkpoint;
+use dptrain::search_space::{SpaceFile, configurations};
 use dptrain::train_config::TrainConfig;
 use dptrain::trainer::{Session, train};
 use dptrain::zoo::ModelName;
@@ -135,6 +139,87 @@ fn csv(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
         std::fs::write(&path, mutate(seed, rng)).unwrap();
         let options = CsvOptions { classes: Some(vec!["no".into(), "yes".into()]), ..CsvOptions::default() };
         tally.run("csv", || load_csv(&path, &options));
+    }
+}
+
+/// CSV tables of hostile shapes: wide (up to 10^5 columns), of one-character fields, a first row
+/// with a typo, a unique identifier per row read as a category.
+fn csv_shapes(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
+    let path = dir.join("shape.csv");
+    let options = CsvOptions { classes: Some(vec!["0".into(), "1".into()]), ..CsvOptions::default() };
+    for _ in 0..rounds(3) {
+        let width = [2, 50, 1000, 100_000][rng.random_range(0..4)];
+        let rows = (200_000 / width).clamp(2, 5000);
+        let mut text = String::new();
+        if rng.random_bool(0.5) {
+            text += &(0..width)
+                .map(|j| format!("c{}", if rng.random_bool(0.01) { 0 } else { j }))
+                .collect::<Vec<_>>()
+                .join(",");
+            text.push('\n');
+        }
+        for i in 0..rows {
+            let cell = |j: usize, rng: &mut ChaCha20Rng| match (j + 1 == width, rng.random_range(0..40)) {
+                (true, _) => (i % 2).to_string(),
+                (_, 0) => "0.5x".into(),
+                (_, 1) => format!("id{i}"),
+                (_, 2) => String::new(),
+                (_, r) => (r % 10).to_string(),
+            };
+            text += &(0..width).map(|j| cell(j, rng)).collect::<Vec<_>>().join(",");
+            text.push('\n');
+        }
+        std::fs::write(&path, mutate(text.as_bytes(), rng)).unwrap();
+        tally.run("csv shape", || load_csv(&path, &options));
+    }
+}
+
+/// Search spaces of hostile sizes: long lists crossed, a `[base]` of a huge list of integers, a
+/// megabyte string or a quarter of a million class names.
+fn space_files(rng: &mut ChaCha20Rng, tally: &mut Tally) {
+    for _ in 0..rounds(2) {
+        let list = |n: usize| (0..n).map(|i| format!("{}.0", i + 1)).collect::<Vec<_>>().join(", ");
+        let (a, b) = (rng.random_range(1..=100), rng.random_range(1..=100));
+        let base = match rng.random_range(0..4) {
+            0 => format!(
+                "hidden = [{}]",
+                (0..rng.random_range(1..480_000)).map(|i| (i % 10).to_string()).collect::<Vec<_>>().join(",")
+            ),
+            1 => format!("label = \"{}\"", "x".repeat(rng.random_range(1..1 << 20))),
+            2 => format!(
+                "classes = [{}]",
+                (0..rng.random_range(2..250_000)).map(|i| format!("\"c{i}\"")).collect::<Vec<_>>().join(",")
+            ),
+            _ => "model = \"logreg\"".into(),
+        };
+        let text = format!("[base]\n{base}\n[space]\nlearning_rate = [{}]\nmomentum = [{}]\n", list(a), list(b));
+        tally.run("space", || -> Result<(), String> {
+            let file: SpaceFile = toml::from_str(&text).map_err(|e| e.to_string())?;
+            configurations(&file).map(|_| ()).map_err(|e| e.to_string())
+        });
+    }
+}
+
+/// JPEG files cut short, with an end-of-image (or another) marker appended to hide the cut, in
+/// a class folder: every one must be refused, never decoded into a grey fill.
+fn jpeg_cuts(dir: &Path, rng: &mut ChaCha20Rng, tally: &mut Tally) {
+    let fixtures = crate::common::workspace().join("crates/dp-data/tests/data");
+    let files = ["baseline-32x32.jpg", "restarts-32x32.jpg", "progressive-16x16.jpg", "progressive-restarts-32x32.jpg"];
+    let seeds: Vec<Vec<u8>> = files.map(|f| std::fs::read(fixtures.join(f)).unwrap()).into();
+    let root = dir.join("images");
+    for class in ["a", "b"] {
+        std::fs::create_dir_all(root.join(class)).unwrap();
+        std::fs::write(root.join(class).join("whole.jpg"), &seeds[0]).unwrap();
+    }
+    assert!(load_image_folder(&root, [3, 8, 8], None).is_ok(), "the whole files are read");
+    let file = root.join("a").join("cut.jpg");
+    for _ in 0..rounds(30) {
+        let seed = &seeds[rng.random_range(0..seeds.len())];
+        let first_scan = seed.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+        let at = rng.random_range(first_scan..seed.len() - 2);
+        let marker = [0xD9, 0xD9, 0xD9, 0xDA, 0xC4, 0xD0][rng.random_range(0..6)];
+        std::fs::write(&file, [&seed[..at], &[0xFF, marker, 0xFF, 0xD9][..]].concat()).unwrap();
+        tally.refused("jpeg cut", || load_image_folder(&root, [3, 8, 8], None));
     }
 }
 
@@ -291,9 +376,12 @@ fn every_parser_and_the_checkpoint_loader_survive_mutated_input() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(2026);
     let mut report = Vec::new();
-    let targets: [(&str, Target); 4] = [
+    let targets: [(&str, Target); 7] = [
         ("idx+gzip+cifar", &|rng, t| idx_and_cifar(dir.path(), rng, t)),
         ("csv", &|rng, t| csv(dir.path(), rng, t)),
+        ("csv shapes", &|rng, t| csv_shapes(dir.path(), rng, t)),
+        ("space", &|rng, t| space_files(rng, t)),
+        ("jpeg cuts", &|rng, t| jpeg_cuts(dir.path(), rng, t)),
         ("toml", &|rng, t| toml_config(rng, t)),
         ("checkpoint", &|rng, t| checkpoints(dir.path(), rng, t)),
     ];
