@@ -7,7 +7,8 @@
 //!   step is theta - lr (clipped sum + sigma xi) / qN, with xi the seed's noise drawn by a twin
 //!   stream, and the ledger holds exactly that release;
 //! - the baseline's plain Burn step: theta - lr * mean gradient;
-//! - `make_private`'s independence check accepts every zoo model's cross-entropy.
+//! - `make_private`'s independence check accepts every zoo model's cross-entropy, and its check of
+//!   every layer's per-example rule against autodiff finds them far inside its tolerance.
 
 use crate::oracle;
 
@@ -30,6 +31,7 @@ use dp_engine::privacy::PrivacyConfig;
 use dp_engine::privacy::mechanism;
 use dp_engine::privacy::mechanism::MechanismName;
 use dp_engine::step::independence::independence;
+use dp_engine::step::layer_rules::{TOLERANCE, check_layer_rules};
 use dp_engine::step::{self, LotStep, StepState};
 use dp_kernels::NoiseScale;
 use dp_kernels::noise::{GaussianNoise, NOISE_STREAM};
@@ -114,6 +116,11 @@ fn check_lot_sum(name: ModelName, shape: [usize; 3], device: &Device) {
     assert_eq!(accuracy, Some(4.0 / N as f64), "accuracy over the 7 real examples (4 right)");
     // The dry run's check that each example's loss and gradient are its own: no false refusal.
     assert_eq!(independence(&model.valid(), &source, &[], device).unwrap(), None, "{name:?}: independent examples");
+    // And its check of each layer's per-example rule against autodiff: far inside its tolerance.
+    let worst = check_layer_rules(&model.valid(), &source, &table).unwrap();
+    println!("{name:?}: the layers' per-example rules within {worst:.1e} of autodiff");
+    // WRN-16-4's 256-channel ghost norms are the farthest, at 1.0e-5; the others within 3e-7.
+    assert!(worst < TOLERANCE / 5.0, "{name:?}: {worst:e}");
 }
 
 /// One step of `name` (q = 1, seed 1, SGD at lr 0.1), and the model before and after.

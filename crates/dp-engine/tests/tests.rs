@@ -5,5 +5,6 @@ mod oracle;
 
 mod dp_layers_oracle;
 mod freeze;
+mod layer_rules;
 mod privacy_engine;
 mod weights;

@@ -4,7 +4,8 @@
 //! calibrated, Poisson-sampled and ledger-recorded, and which reports the epsilon spent with its
 //! guarantee label. Before anything is calibrated for, a dry run on two examples turns the usual
 //! mistakes (a loss that is not one per example, a layer without per-example gradients, weight
-//! sharing, a shape mismatch in the forward pass) into one-line errors.
+//! sharing, a shape mismatch in the forward pass, a layer of the user's own whose per-example rule
+//! disagrees with Burn's autodiff) into one-line errors.
 //!
 //! ```no_run
 //! # use dp_engine::engine::PrivacyEngine;
@@ -37,6 +38,7 @@ use crate::privacy::config::PrivacyConfig;
 use crate::privacy::plan::{Plan, fresh_sampler, plan};
 use crate::step::StepState;
 use crate::step::independence::independence;
+use crate::step::layer_rules::check_layer_rules;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
@@ -170,7 +172,8 @@ impl PrivacyEngine {
 /// a mistake in the model or the loss is a one-line error before the run starts: a parameter
 /// that no layer recorded (it would have no per-example gradient) is refused by name, and so is
 /// a loss that mixes the examples of a batch ([`independence`]). Gives the note of a loss
-/// divided by the batch's size, if so.
+/// divided by the batch's size, if so. Then every layer's per-example rule (a user's own layer's
+/// `PerExampleGrads` above all) is checked against Burn's autodiff (`check_layer_rules`).
 fn dry_run<M: Module>(
     model: &M,
     source: &dyn LotSource<M>,
@@ -197,7 +200,9 @@ fn dry_run<M: Module>(
         }
         table.check_recorded(tape.params())?;
         lot_sum(&inference, source, &lot, batching, table, None, device)?;
-        independence(&inference, source, &table.frozen_ids(), device)
+        let note = independence(&inference, source, &table.frozen_ids(), device)?;
+        check_layer_rules(&inference, source, table)?;
+        Ok(note)
     })
 }
 /// Dry runs in progress, in any thread: while one is, the panic hook prints nothing (a model's

@@ -69,6 +69,14 @@ impl BatchGrads {
         self.layers.iter_mut().map(|l| l.grads.sq_norms()).collect()
     }
 
+    /// Each recorded layer's parameters, its per-example squared norms `[B]` and the sum of its
+    /// examples' gradients weighted by `factors` `[B]`, in forward order: what clipping computes,
+    /// with factors of the caller's choosing (the dry run checks each layer's rule by them).
+    pub fn norms_and_sums(&mut self, factors: &Tensor<1>) -> Vec<(Vec<ParamId>, Tensor<1>, Vec<ParamGrad>)> {
+        let layer = |l: &mut LayerGrads| (l.params.clone(), l.grads.sq_norms(), l.grads.weighted_sum(Some(factors)));
+        self.layers.iter_mut().map(layer).collect()
+    }
+
     /// The sum over examples of each example's gradient, clipped as `clip` says (unclipped when
     /// None), one entry per parameter the batch reached.
     pub fn clipped_sum(&mut self, clip: Option<ClipSpec>) -> Vec<ParamGrad> {

@@ -14,11 +14,12 @@ pub fn host<const D: usize>(t: Tensor<D>) -> Vec<f64> {
 }
 
 /// A parameter's gradient from Burn's `GradientsParams` (zeros when it got none), flattened.
-/// Parameters are of rank 1, 2 or 4 (the DP layers'); another rank panics.
+/// Parameters are of rank 1 to 4 (what a parameter gradient may have); another rank panics.
 pub fn param_grad(grads: &GradientsParams, info: &ParamInfo) -> Vec<f64> {
     let got = match info.shape.len() {
         1 => grads.get::<1>(info.id).map(host),
         2 => grads.get::<2>(info.id).map(host),
+        3 => grads.get::<3>(info.id).map(host),
         4 => grads.get::<4>(info.id).map(host),
         r => panic!("rank {r}"),
     };

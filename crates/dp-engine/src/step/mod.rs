@@ -8,6 +8,7 @@
 pub mod canaries;
 pub mod hook;
 pub mod independence;
+pub mod layer_rules;
 pub mod plain;
 pub mod private;
 
