@@ -47,7 +47,7 @@ impl Mlp {
 
 /// One row of the table: its features, log-scaled one by one (a per-row map that reads no other
 /// row, so it costs no privacy), and its class.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 struct Row {
     features: Vec<f32>,
     label: usize,

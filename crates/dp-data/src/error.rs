@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 /// Why a dataset could not be loaded or sampled.
-#[derive(Debug, Error)]
+#[derive(Error)]
 pub enum DataError {
     /// The file could not be read at all.
     #[error("cannot read {path}: {reason}")]
@@ -52,6 +52,14 @@ pub enum DataError {
         /// What it must satisfy.
         reason: String,
     },
+}
+
+/// Shown as its message: `fn main() -> Result<(), DataError>` (or a boxed error) then ends in the
+/// one line the message is, where Rust prints a returned error with `Debug`.
+impl std::fmt::Debug for DataError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl DataError {

@@ -3,7 +3,7 @@
 use thiserror::Error;
 
 /// Why the engine could not do what was asked.
-#[derive(Debug, Error)]
+#[derive(Error)]
 pub enum EngineError {
     /// A configuration value is out of range or inconsistent.
     #[error("invalid {name}: {reason}")]
@@ -83,6 +83,14 @@ pub enum EngineError {
         #[source]
         source: Option<Box<EngineError>>,
     },
+}
+
+/// Shown as its message: `fn main() -> Result<(), EngineError>` (or a boxed error) then ends in the
+/// one line the message is, where Rust prints a returned error with `Debug`.
+impl std::fmt::Debug for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl From<dp_data::DataError> for EngineError {

@@ -548,3 +548,60 @@ fn a_lot_source_evaluates_a_model_with_its_own_loss() {
         assert_eq!(accuracy, None, "a regression has no accuracy");
     }
 }
+
+/// Rows of a Burn `InMemDataset`: `n` of them, offset by `shift`, in the order `reverse` says.
+fn burn_rows(n: usize, shift: f32, reverse: bool) -> burn::data::dataset::InMemDataset<[f32; FEATURES]> {
+    let mut rows: Vec<[f32; FEATURES]> = (0..n).map(|i| [i as f32 / n as f32 + shift, (i % 3) as f32, 1.0]).collect();
+    if reverse {
+        rows.reverse();
+    }
+    burn::data::dataset::InMemDataset::new(rows)
+}
+
+/// A model moved with `to_device` between two steps (to the run's own device) steps on: the move
+/// no longer leaves parameters that Burn refuses to track.
+#[test]
+fn a_model_moved_between_steps_to_the_runs_device_steps_on() {
+    let device = backend::cpu();
+    let data = Squares::new(40);
+    let privacy = PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(8).with_seed(3);
+    let mut model = regressor(&device);
+    let mut dp =
+        PrivacyEngine::new(privacy).make_private(&model, SgdConfig::new().init(), &data, &device.device).unwrap();
+    for _ in 0..3 {
+        model = dp.step(model, &data, 0.1).unwrap().0.to_device(&device.device);
+    }
+    assert_eq!(dp.ledger().total_steps(), 3);
+}
+
+/// A run resumed on a Burn dataset of other rows (as many), or of the same rows in another order,
+/// is refused; on its own rows it continues.
+#[test]
+fn a_run_resumed_on_another_training_set_is_refused() {
+    let device = backend::cpu();
+    let loss = |m: &Regressor, x: Tensor<2>| ExampleLosses {
+        losses: m.predict(x).powi_scalar(2).flatten(0, 1),
+        correct: None,
+    };
+    let privacy = PrivacyConfig::new(Gaussian).with_noise_multiplier(1.0).with_lot_size(8).with_seed(4);
+    let own = DatasetLots::new(burn_rows(40, 0.0, false), RowBatcher, loss);
+    let model = regressor(&device);
+    let mut dp = PrivacyEngine::new(privacy.clone())
+        .make_private(&model, SgdConfig::new().init(), &own, &device.device)
+        .unwrap();
+    let model = dp.step(model, &own, 0.1).unwrap().0;
+    let ckpt = dp.checkpoint(&model).unwrap();
+    let resume = |lots: &dyn LotSource<Regressor>| {
+        PrivacyEngine::new(privacy.clone()).resume(
+            (regressor(&device), SgdConfig::new().init()),
+            lots,
+            &device.device,
+            ckpt.clone(),
+        )
+    };
+    for (what, other) in [("other rows", burn_rows(40, 0.5, false)), ("the rows reversed", burn_rows(40, 0.0, true))] {
+        let e = resume(&DatasetLots::new(other, RowBatcher, loss)).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("not the ones the run started on"), "{what}: {e}");
+    }
+    assert!(resume(&DatasetLots::new(burn_rows(40, 0.0, false), RowBatcher, loss)).is_ok(), "its own rows");
+}

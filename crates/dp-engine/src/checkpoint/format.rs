@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The `format` metadata of a checkpoint's burnpack.
-const FORMAT: &str = "dp-engine-checkpoint-3";
+const FORMAT: &str = "dp-engine-checkpoint-4";
 
 /// Steps, ledger and stream positions: the checkpoint's `state` metadata.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,6 +51,9 @@ pub struct DpStateHeader {
     pub sampler: SamplerPosition,
     /// Where the noise stream is (None for the unperturbed baseline).
     pub noise: Option<ChaChaPosition>,
+    /// The digest of the examples the run trains on ([`crate::lots::LotSource::fingerprint`]),
+    /// None where its lot source gives none.
+    pub data: Option<String>,
 }
 
 /// A DP run's state between two steps.
@@ -113,7 +116,7 @@ impl DpCheckpoint {
         state: StepState,
         average: Option<&ParameterAverage<M>>,
         (step, planned_steps): (u64, u64),
-        keys: &StreamKeys,
+        (keys, data): (&StreamKeys, Option<String>),
     ) -> Result<Self> {
         let record = |e: burn::store::RecordError| EngineError::invalid("checkpoint", format!("{e:?}"));
         let bytes_of = |m: &M| Ok::<_, EngineError>(m.clone().into_record().into_bytes().map_err(record)?.to_vec());
@@ -133,6 +136,7 @@ impl DpCheckpoint {
             ledger: state.ledger,
             sampler: state.sampler.position(),
             noise: state.noise.map(|n| n.position()),
+            data,
         };
         let allocation = state.allocation.map(|r| r.iter().map(to_host).collect());
         Ok(Self { header, model: model_bytes, optimizer: optimizer_bytes, allocation, average })

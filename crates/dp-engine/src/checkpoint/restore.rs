@@ -62,6 +62,21 @@ fn check_ledger(ledger: &PrivacyLedger, config: &PrivacyConfig, plan: &Plan) -> 
     Ok(())
 }
 
+/// The digest of the examples a resumed run trains on: the one its checkpoint `recorded`, refused
+/// unless the lot source gives the same (`given`); a run started from a source that gives none
+/// cannot check.
+pub(crate) fn same_data(recorded: Option<String>, given: Option<String>) -> Result<Option<String>> {
+    match (&recorded, given) {
+        (Some(was), Some(is)) if *was != is => Err(EngineError::resume(
+            "the lot source's examples are not the ones the run started on (their digests differ: other examples, or the same in another order): resume on the training set the run started on",
+        )),
+        (Some(_), None) => Err(EngineError::resume(
+            "the run started on a lot source whose examples it recorded a digest of, and this one gives none: resume on the source it started on",
+        )),
+        _ => Ok(recorded),
+    }
+}
+
 /// Restores `ckpt` into `model` and `optimizer` (fresh ones of the run's kind) after checking
 /// everything the run's privacy claim depends on against the run (`config`, `plan`, `keys`):
 /// the step counts; every ledger event (the mechanism's step at an admitted multiplier); the sampler,

@@ -27,7 +27,7 @@
 use crate::backend::SelectedDevice;
 use crate::checkpoint::format::DpCheckpoint;
 use crate::checkpoint::keys::StreamKeys;
-use crate::checkpoint::restore::restore;
+use crate::checkpoint::restore::{restore, same_data};
 use crate::engine::optimizer::{DpOptimizer, StartFrom};
 use crate::error::{EngineError, Result, one_line};
 use crate::grad_sample::params::ParamTable;
@@ -104,7 +104,7 @@ impl PrivacyEngine {
         };
         let sampler = fresh_sampler(&config, &plan, keys.sampler_stream())?;
         let state = StepState::fresh(sampler, keys.noise_stream());
-        let start = StartFrom { keys, state, steps_taken: 0, average: None };
+        let start = StartFrom { keys, state, steps_taken: 0, average: None, data: source.fingerprint() };
         let mut dp = DpOptimizer::assemble(config, plan, &table, optimizer, start, self.batch_size, &device)?;
         dp.add_notes(scaled);
         Ok(dp)
@@ -134,9 +134,11 @@ impl PrivacyEngine {
                 ));
             }
         };
+        let data = same_data(checkpoint.header.data.clone(), source.fingerprint())?;
         let restored = restore(checkpoint, (model, optimizer), &config, &plan, &keys, &device.device)?;
         let table = config.table(&restored.model)?;
-        let start = StartFrom { keys, state: restored.state, steps_taken: restored.step, average: restored.average };
+        let (steps_taken, average) = (restored.step, restored.average);
+        let start = StartFrom { keys, state: restored.state, steps_taken, average, data };
         let dp = DpOptimizer::assemble(config, plan, &table, restored.optimizer, start, self.batch_size, &device)?;
         Ok((restored.model, dp))
     }

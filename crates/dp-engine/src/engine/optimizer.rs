@@ -34,6 +34,8 @@ pub(crate) struct StartFrom<M> {
     pub steps_taken: u64,
     /// The parameter average so far, when the run keeps one.
     pub average: Option<ParameterAverage<M>>,
+    /// The digest of the examples the run trains on, as it started.
+    pub data: Option<String>,
 }
 
 /// A burn-optim optimiser whose every step is a recorded DP step on lots of a [`LotSource`].
@@ -48,6 +50,7 @@ pub struct DpOptimizer<M> {
     device: Device,
     average: Option<ParameterAverage<M>>,
     table: ParamTable,
+    data: Option<String>,
 }
 
 impl<M: Module> DpOptimizer<M> {
@@ -77,6 +80,7 @@ impl<M: Module> DpOptimizer<M> {
             device: device.device.clone(),
             average: start.average,
             table: table.clone(),
+            data: start.data,
         })
     }
 
@@ -105,8 +109,10 @@ impl<M: Module> DpOptimizer<M> {
             ));
         }
         source.at_step(self.steps_taken);
-        // burn-optim updates autodiff parameters: a model built on a plain device is switched.
-        let out = self.step.step(model.train(), &mut self.optimizer, lr, source, &self.device)?;
+        // burn-optim updates autodiff parameters: a model built on a plain device is switched,
+        // and one moved since its last step (`to_device` records the move in its graph) has its
+        // parameters made leaves again.
+        let out = self.step.step(model.valid().train(), &mut self.optimizer, lr, source, &self.device)?;
         self.steps_taken += 1;
         if let Some(average) = &mut self.average {
             average.update(&out.0);
@@ -233,7 +239,7 @@ impl<M: Module> DpOptimizer<M> {
             self.step.state(),
             self.average.as_ref(),
             (step, planned),
-            &self.keys,
+            (&self.keys, self.data.clone()),
         )
     }
 

@@ -101,6 +101,11 @@ impl<M: ImageClassifier> LotSource<M> for AugmentedLots<'_> {
         self.views
     }
 
+    /// The images' digest (the views follow from them, the sampler's key and the step).
+    fn fingerprint(&self) -> Option<String> {
+        Some(self.data.digest())
+    }
+
     /// The views of the next lots are the step's.
     fn at_step(&self, step: u64) {
         self.step.store(step, Ordering::Relaxed);

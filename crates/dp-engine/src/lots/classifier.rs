@@ -35,6 +35,10 @@ impl<M: ImageClassifier> LotSource<M> for CrossEntropyLots<'_> {
         self.data.len()
     }
 
+    fn fingerprint(&self) -> Option<String> {
+        Some(self.data.digest())
+    }
+
     fn losses(&self, model: &M, indices: &[usize], device: &Device) -> Result<ExampleLosses> {
         let (x, labels) = images(self.data, indices, device);
         Ok(scored(model, x, &labels, self.data.classes(), device))

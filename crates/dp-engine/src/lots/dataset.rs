@@ -37,10 +37,15 @@ use crate::error::{EngineError, Result};
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
 use burn::tensor::Device;
+use rayon::prelude::*;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
 use std::marker::PhantomData;
 
 /// The examples of a Burn `Dataset` of items `I`, batched into `O` by a Burn `Batcher`, with a
-/// per-example loss `loss(model, batch)` (one loss per item, in the batch's order).
+/// per-example loss `loss(model, batch)` (one loss per item, in the batch's order). The items are
+/// `Serialize` (Burn's dataset items derive it): their digest is what a resumed run checks its
+/// training set by ([`LotSource::fingerprint`]).
 pub struct DatasetLots<D, B, L, I, O> {
     dataset: D,
     batcher: B,
@@ -60,14 +65,54 @@ impl<D, B, L, I, O> DatasetLots<D, B, L, I, O> {
     }
 }
 
+/// Items hashed together before their digests are: the items of a chunk in one thread.
+const CHUNK: usize = 4096;
+
+/// A writer into a SHA-256.
+struct Hashing(Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// SHA-256 of the items `range` of `dataset` in order (each as MessagePack), None when one
+/// cannot be read or written.
+fn chunk_digest<I: Serialize>(dataset: &impl Dataset<I>, range: std::ops::Range<usize>) -> Option<[u8; 32]> {
+    let mut hashing = Hashing(Sha256::new());
+    for i in range {
+        rmp_serde::encode::write(&mut hashing, &dataset.get(i).ok()?).ok()?;
+    }
+    Some(hashing.0.finalize().into())
+}
+
 impl<M, D, B, L, I, O> LotSource<M> for DatasetLots<D, B, L, I, O>
 where
     D: Dataset<I>,
     B: Batcher<I, O>,
     L: Fn(&M, O) -> ExampleLosses,
+    I: Serialize,
 {
     fn len(&self) -> usize {
         self.dataset.len()
+    }
+
+    /// The items' digest, chunk by chunk in parallel (each item as MessagePack).
+    fn fingerprint(&self) -> Option<String> {
+        let (dataset, n) = (&self.dataset, self.dataset.len());
+        let chunks: Option<Vec<[u8; 32]>> = (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| chunk_digest(dataset, c * CHUNK..n.min((c + 1) * CHUNK)))
+            .collect();
+        let mut h = Sha256::new();
+        h.update((n as u64).to_le_bytes());
+        chunks?.iter().for_each(|c| h.update(c));
+        Some(hex::encode(h.finalize()))
     }
 
     /// An error when the dataset cannot give an item (a file behind it that fails).

@@ -43,6 +43,14 @@ pub trait LotSource<M> {
         1
     }
 
+    /// A digest of the examples the source yields, over every example in index order (hex
+    /// SHA-256), recorded when a run starts and checked when it resumes, so that a run continued
+    /// on another training set, or the same one reordered, is refused; None where the source
+    /// cannot tell (a resume then cannot check its data).
+    fn fingerprint(&self) -> Option<String> {
+        None
+    }
+
     /// Told the number of the step about to draw from it (0 for the first; `DpOptimizer::step`
     /// tells it), for a source whose examples depend on the step (augmented views): a resumed
     /// run then draws what the uninterrupted one would have.

@@ -47,11 +47,24 @@ impl RunFolder {
     /// key file, which a completed run removes), else a fresh one as [`Self::fresh`] with
     /// `seed` (a resumed run keeps its own): one call for a program that resumes itself when
     /// started again after Ctrl-C, a kill or a lost machine.
+    /// A seed given that is not the unfinished run's own is refused (the run goes on with its
+    /// own seed, or none, whatever is given: it must not seem to follow the one given).
     pub fn open(dir: impl AsRef<Path>, seed: Option<u64>) -> Result<Self> {
         let dir = dir.as_ref();
-        match occupied(&key_path(dir)) {
-            true => Self::resume(dir),
-            false => Self::fresh(dir, seed),
+        if !occupied(&key_path(dir)) {
+            return Self::fresh(dir, seed);
+        }
+        let folder = Self::resume(dir)?;
+        match (seed, folder.seed()) {
+            (Some(given), own) if own != Some(given) => Err(EngineError::invalid(
+                "seed",
+                format!(
+                    "{} holds an unfinished run {}, not one seeded with {given}: it continues as it started; give its own seed (or None), or another run folder",
+                    dir.display(),
+                    own.map_or("without a seed".to_string(), |s| format!("seeded with {s}"))
+                ),
+            )),
+            _ => Ok(folder),
         }
     }
 
@@ -89,4 +102,29 @@ fn named(dir: &Path) -> Result<PathBuf> {
         return Err(EngineError::invalid("out dir", "is empty: name the run's folder"));
     }
     Ok(dir.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unfinished_run_opened_with_another_seed_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        RunFolder::fresh(&dir, Some(7)).unwrap().keys.save(&dir).unwrap();
+        std::fs::write(dir.join(folder::CONFIG_FILE), "").unwrap();
+        let e = RunFolder::open(&dir, Some(8)).unwrap_err().to_string();
+        assert!(e.contains("seeded with 7, not one seeded with 8"), "{e}");
+        drop(e);
+        assert_eq!(RunFolder::open(&dir, Some(7)).unwrap().seed(), Some(7));
+        assert_eq!(RunFolder::open(&dir, None).unwrap().seed(), Some(7), "None: the run's own");
+        let unseeded = tmp.path().join("unseeded");
+        std::fs::create_dir(&unseeded).unwrap();
+        RunFolder::fresh(&unseeded, None).unwrap().keys.save(&unseeded).unwrap();
+        std::fs::write(unseeded.join(folder::CONFIG_FILE), "").unwrap();
+        let e = RunFolder::open(&unseeded, Some(7)).unwrap_err().to_string();
+        assert!(e.contains("without a seed, not one seeded with 7"), "{e}");
+    }
 }
