@@ -89,7 +89,6 @@ impl ImageClassifier for ResNet {
 }
 
 fn main() -> anyhow::Result<()> {
-    dp_engine::host::keep_freed_memory(); // freed tensors reused by the next step (glibc)
     let device = DeviceChoice::Auto.open()?;
     let fashion = DatasetName::FashionMnist;
     let dir = fashion.default_dir().context("Fashion-MNIST has a standard location")?;

@@ -74,7 +74,6 @@ impl Batcher<Row, (Tensor<2>, Vec<usize>)> for Rows {
 }
 
 fn main() -> anyhow::Result<()> {
-    dp_engine::host::keep_freed_memory(); // freed tensors reused by the next step (glibc)
     let path = std::env::args().nth(1).map_or_else(|| PathBuf::from("data/tabular/breast_cancer.csv"), PathBuf::from);
     // The classes are public input, declared: never read from the private rows.
     let classes = std::env::args().nth(2).unwrap_or_else(|| "malignant,benign".into());

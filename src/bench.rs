@@ -237,6 +237,8 @@ fn phase_clock(config: &BenchConfig, dev: &Device) -> Result<Option<PhaseClock>>
 /// lot.
 pub fn bench(config: &BenchConfig, device: &SelectedDevice, progress: &mut dyn FnMut()) -> Result<BenchResult> {
     config.check()?;
+    // What make_private sets for a run: the steps timed here are set up without it.
+    dp_engine::host::keep_freed_memory();
     let dev = &device.device;
     let mut rng = ChaChaState::new(Some(0), 0).restore();
     let input = config.model_input()?;

@@ -3,10 +3,6 @@
 mod cli;
 
 fn main() -> std::process::ExitCode {
-    // Freed tensors kept for the next step instead of faulted in again (the app's choice of
-    // allocator setting, made while it has one thread; docs/BENCHMARKS.md, "The allocator and
-    // the build").
-    dp_engine::host::keep_freed_memory();
     // Die quietly on a closed pipe (`dptrain ... | head`), as command-line tools do, instead of
     // panicking inside println!.
     #[cfg(unix)]

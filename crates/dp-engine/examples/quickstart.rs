@@ -34,7 +34,6 @@ fn rows(range: std::ops::Range<usize>) -> InMemDataset<(Vec<f32>, usize)> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    dp_engine::host::keep_freed_memory(); // freed tensors reused by the next step (glibc)
     let device = DeviceChoice::Auto.open()?.device; // CUDA, a GPU through wgpu, or the CPU
     let loss = |model: &LogReg, (x, y): (Tensor<2>, Vec<usize>)| {
         let logits = model.fc.forward(x);

@@ -11,7 +11,7 @@ pub use crate::error::EngineError;
 pub use crate::lots::{CrossEntropyLots, DatasetLots, ExampleLosses, ImageClassifier, LotSource};
 pub use crate::nn::{
     Conv2d, Conv2dConfig, Embedding, EmbeddingConfig, GroupNorm, GroupNormConfig, LayerNorm, LayerNormConfig, Linear,
-    LinearConfig, PaddingConfig2d,
+    LinearConfig, MaxPool2d, MaxPool2dConfig, PaddingConfig2d, Relu, Tanh,
 };
 pub use crate::privacy::PrivacyConfig;
 pub use crate::privacy::mechanism::Mechanism;

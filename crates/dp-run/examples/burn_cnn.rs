@@ -1,21 +1,57 @@
-//! A CNN written with burn-nn (Conv2d, GroupNorm, MaxPool2d, ReLU, Linear), trained with DP-SGD
-//! to epsilon 3 on Fashion-MNIST, resumable: `burn_cnn_plain.rs` is the same program without
-//! privacy, and the two differ in the lines docs/LIBRARY.md shows (a test keeps it so). Ctrl-C
-//! it and run it again: it continues from its last sealed checkpoint.
+//! A Burn user's CNN on Fashion-MNIST (`burn_cnn_plain.rs`: burn-nn's layers, a Burn `Dataset`
+//! of items, a `Batcher`, burn-nn's `CrossEntropyLoss`) trained with DP-SGD to epsilon 3, resumable:
+//! burn-nn's layers from the prelude (the DP layers, and the engine's pooling and ReLU under
+//! burn-nn's names), the user's own batcher and loss as they are (`lots::classification`), and a
+//! `Run` in place of the loop (docs/LIBRARY.md shows the lines
+//! that differ; a test keeps them few). Ctrl-C it and run it again: it continues from its last
+//! sealed checkpoint.
 //!
 //! ```text
 //! scripts/cargo-dptrain.sh build --release --locked --workspace --examples
 //! /var/tmp/dp-target/release/examples/burn_cnn   # its run folder: runs/burn-cnn
 //! ```
 
+use burn::data::dataloader::DataLoaderBuilder;
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::InMemDataset;
 use burn::module::Module;
-use burn::nn::Relu;
-use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::SgdConfig;
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use dp_data::{DatasetName, ImageDataset, OwnData, Split};
-use dp_engine::nn::{Conv2d, Conv2dConfig, GroupNorm, GroupNormConfig, Linear, LinearConfig, PaddingConfig2d};
-use dp_run::prelude::*;
+use dp_data::{DatasetName, OwnData, Split};
+use dp_engine::lots::classification;
+use dp_run::prelude::*; // burn-nn's layers (DP ones, fast pooling), PrivacyConfig, Run, ...
+use serde::Serialize;
+use std::sync::Arc;
+
+/// One image, normalised, and its class.
+#[derive(Clone, Debug, Serialize)]
+pub struct Item {
+    pixels: Vec<f32>,
+    label: u8,
+}
+
+/// Images [B, 1, 28, 28] and their classes [B].
+#[derive(Clone, Debug)]
+pub struct Batch {
+    images: Tensor<4>,
+    targets: Tensor<1, Int>,
+}
+
+/// Items into a batch on `device`.
+pub struct ItemBatcher;
+
+impl Batcher<Item, Batch> for ItemBatcher {
+    fn batch(&self, items: Vec<Item>, device: &Device) -> Batch {
+        let n = items.len();
+        let targets: Vec<i64> = items.iter().map(|item| i64::from(item.label)).collect();
+        let pixels: Vec<f32> = items.into_iter().flat_map(|item| item.pixels).collect();
+        Batch {
+            images: Tensor::from_data(TensorData::new(pixels, [n, 1, 28, 28]), device),
+            targets: Tensor::from_data(TensorData::new(targets, [n]), device),
+        }
+    }
+}
 
 /// Two blocks of convolution, GroupNorm, ReLU and max pooling, then a linear layer.
 #[derive(Module, Debug)]
@@ -45,51 +81,51 @@ impl Cnn {
             fc: LinearConfig::new(32 * 7 * 7, 10).init(device),
         }
     }
-}
 
-impl ImageClassifier for Cnn {
     /// The logits of images [B, 1, 28, 28].
-    fn logits(&self, x: Tensor<4>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
         let x = self.pool.forward(self.relu.forward(self.norm1.forward(self.conv1.forward(x))));
         let x = self.pool.forward(self.relu.forward(self.norm2.forward(self.conv2.forward(x))));
         self.fc.forward(x.flatten(1, 3))
     }
 }
 
-/// Fashion-MNIST's training and test sets, from where Debian's package puts them.
-fn fashion_mnist() -> Result<(ImageDataset, ImageDataset), Box<dyn std::error::Error>> {
-    let (name, own) = (DatasetName::FashionMnist, OwnData::default());
+/// A split of Fashion-MNIST (from where Debian's package puts it) as a Burn dataset of items.
+fn items(split: Split) -> Result<InMemDataset<Item>, Box<dyn std::error::Error>> {
+    let name = DatasetName::FashionMnist;
     let dir = name.default_dir().ok_or("Fashion-MNIST has no standard folder")?;
-    Ok((name.load(&dir, Split::Train, &own)?, name.load(&dir, Split::Test, &own)?))
+    let data = name.load(&dir, split, &OwnData::default())?;
+    let item = |i| {
+        let (pixels, labels) = data.batch(&[i]);
+        Item { pixels, label: labels[0] }
+    };
+    Ok(InMemDataset::new((0..data.len()).map(item).collect()))
 }
 
-/// The images `indices` of `data` and their labels, on `device`.
-fn batch(data: &ImageDataset, indices: &[usize], device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
-    let (pixels, labels) = data.batch(indices);
-    let labels: Vec<i64> = labels.into_iter().map(i64::from).collect();
-    let images = TensorData::new(pixels, [indices.len(), 1, 28, 28]);
-    (Tensor::from_data(images, device), Tensor::from_data(TensorData::new(labels, [indices.len()]), device))
-}
-
-/// The share of `data` the model classifies correctly.
-fn accuracy(model: &Cnn, data: &ImageDataset, device: &Device) -> f64 {
-    let indices: Vec<usize> = (0..data.len()).collect();
-    let correct = indices.chunks(1000).map(|chunk| {
-        let (x, y) = batch(data, chunk, device);
-        model.logits(x).argmax(1).squeeze_dim::<1>(1).equal(y).int().sum().into_scalar::<i64>()
-    });
-    correct.sum::<i64>() as f64 / data.len() as f64
+/// The share of `test` the model classifies correctly.
+fn accuracy(model: &Cnn, test: &Arc<InMemDataset<Item>>, device: &Device) -> f64 {
+    let loader = DataLoaderBuilder::new(ItemBatcher).batch_size(1000).set_device(device.clone()).build(test.clone());
+    let model = model.valid();
+    let (mut correct, mut seen) = (0, 0);
+    for batch in loader.iter().flatten() {
+        seen += batch.targets.dims()[0];
+        let predicted = model.forward(batch.images).argmax(1).squeeze_dim::<1>(1);
+        correct += predicted.equal(batch.targets).int().sum().into_scalar::<i64>();
+    }
+    correct as f64 / seen.max(1) as f64
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = DeviceChoice::Auto.open()?.device;
-    let (train, test) = fashion_mnist()?;
+    let (train, test) = (items(Split::Train)?, Arc::new(items(Split::Test)?));
     let model = Cnn::new(&device);
     let optimizer = SgdConfig::new().init();
+    let loss = CrossEntropyLossConfig::new().init(&device);
+    let lots = classification(train, ItemBatcher, loss, |m: &Cnn, b: Batch| (m.forward(b.images), b.targets));
     let privacy = PrivacyConfig::new(Gaussian).with_target_epsilon(3.0).with_lot_size(256).with_epochs(2.0);
     let run =
         Run::new(RunFolder::open("runs/burn-cnn", None)?, privacy, 0.5, |m: &Cnn| Ok(accuracy(m, &test, &device)));
-    let report = run.train(model, optimizer, &CrossEntropyLots { data: &train }, &device)?;
+    let report = run.train(model, optimizer, &lots, &device)?;
     println!("test accuracy {:.1}%, {}", report.test_accuracy * 100.0, report.privacy);
     Ok(())
 }

@@ -146,6 +146,9 @@ impl PrivacyEngine {
     /// The checked configuration and its plan on `source`'s examples, and the device; keys
     /// given to a seeded run must be its seed's.
     fn planned<M>(&self, source: &dyn LotSource<M>, device: &Device) -> Result<(PrivacyConfig, Plan, SelectedDevice)> {
+        // Every step reallocates the tensors the last one freed: kept, not faulted in again
+        // (from the dry run on).
+        crate::host::keep_freed_memory();
         self.privacy.validate()?;
         if let (Some(seed), Some(keys)) = (self.privacy.settings.seed, &self.keys)
             && *keys != StreamKeys::for_run(Some(seed))

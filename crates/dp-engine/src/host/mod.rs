@@ -3,7 +3,7 @@
 //! (`channel_sums`), the GEMMs of the per-example products (`gemm`),
 //! the 3x3 convolutions by Winograd's minimal filtering (`winograd`), a convolution's patch Gram
 //! from its pixels (`patch_gram`),
-//! the allocator setting a training program may ask for ([`keep_freed_memory`]), the machine a
+//! the allocator setting a run makes ([`keep_freed_memory`]), the machine a
 //! CPU figure was measured on ([`Machine`]), where a step's time goes ([`PhaseClock`]) and which
 //! kernel ran each pass of each layer ([`KernelLog`]).
 

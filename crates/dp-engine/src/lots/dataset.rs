@@ -32,11 +32,13 @@
 //! # Ok::<(), dp_engine::EngineError>(())
 //! ```
 
+use super::burn_loss;
 use super::source::{ExampleLosses, LotSource};
 use crate::error::{EngineError, Result};
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
-use burn::tensor::Device;
+use burn::nn::loss::CrossEntropyLoss;
+use burn::tensor::{Device, Int, Tensor};
 use rayon::prelude::*;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -65,30 +67,39 @@ impl<D, B, L, I, O> DatasetLots<D, B, L, I, O> {
     }
 }
 
+/// Lots of a Burn classification `dataset`, batched by the user's own `batcher` and scored by
+/// their burn-nn `loss` as they configured it, per example ([`burn_loss::per_example`]):
+/// `forward` gives a batch's logits and class indices (what a plain Burn loop hands to
+/// `loss.forward`), and the lots count its correct predictions.
+pub fn classification<M, D, B, I, O>(
+    dataset: D,
+    batcher: B,
+    loss: CrossEntropyLoss,
+    forward: impl Fn(&M, O) -> (Tensor<2>, Tensor<1, Int>),
+) -> DatasetLots<D, B, impl Fn(&M, O) -> ExampleLosses, I, O> {
+    let score = move |model: &M, batch: O| {
+        let (logits, targets) = forward(model, batch);
+        let [b, _] = logits.dims();
+        let correct = logits.clone().inner().argmax(1).reshape([b]).equal(targets.clone()).float();
+        ExampleLosses { losses: burn_loss::per_example(&loss, logits, targets), correct: Some(correct) }
+    };
+    DatasetLots::new(dataset, batcher, score)
+}
+
 /// Items hashed together before their digests are: the items of a chunk in one thread.
 const CHUNK: usize = 4096;
 
-/// A writer into a SHA-256.
-struct Hashing(Sha256);
-
-impl std::io::Write for Hashing {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// SHA-256 of the items `range` of `dataset` in order (each as MessagePack), None when one
-/// cannot be read or written.
+/// SHA-256 of the items `range` of `dataset` in order (each as MessagePack, written into one
+/// reused buffer and hashed whole), None when one cannot be read or written.
 fn chunk_digest<I: Serialize>(dataset: &impl Dataset<I>, range: std::ops::Range<usize>) -> Option<[u8; 32]> {
-    let mut hashing = Hashing(Sha256::new());
+    let mut h = Sha256::new();
+    let mut bytes = Vec::new();
     for i in range {
-        rmp_serde::encode::write(&mut hashing, &dataset.get(i).ok()?).ok()?;
+        bytes.clear();
+        rmp_serde::encode::write(&mut bytes, &dataset.get(i).ok()?).ok()?;
+        h.update(&bytes);
     }
-    Some(hashing.0.finalize().into())
+    Some(h.finalize().into())
 }
 
 impl<M, D, B, L, I, O> LotSource<M> for DatasetLots<D, B, L, I, O>

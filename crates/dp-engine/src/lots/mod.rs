@@ -5,6 +5,7 @@
 
 pub(crate) mod augmented;
 pub(crate) mod batching;
+pub mod burn_loss;
 pub(crate) mod classifier;
 pub(crate) mod dataset;
 pub(crate) mod loss;
@@ -12,6 +13,6 @@ pub(crate) mod source;
 pub use augmented::{AUGMENT_STREAM, AugmentedLots, MAX_VIEWS, check_views};
 pub use batching::Batching;
 pub use classifier::{CrossEntropyLots, ImageClassifier, image_accuracy};
-pub use dataset::DatasetLots;
+pub use dataset::{DatasetLots, classification};
 pub use loss::{correct, cross_entropy, one_hot};
 pub use source::{ExampleLosses, LotMetrics, LotSource, evaluate, lot_sum, mean_gradient};
