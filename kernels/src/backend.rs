@@ -28,9 +28,17 @@ pub enum DeviceChoice {
 }
 
 /// A device that could not be opened (the message says why).
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[error("device: {0}")]
 pub struct DeviceError(pub String);
+
+/// Shown as its message, as the engine's errors are: a program's `fn main() -> Result` that
+/// returns it ends in that one line.
+impl std::fmt::Debug for DeviceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
 
 /// The device a run uses, with the name printed at start.
 #[derive(Debug, Clone)]

@@ -16,7 +16,8 @@ pub use parse::load_csv;
 /// Whether the first line of the file names the columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeaderMode {
-    /// A header is assumed when some column has a non-numeric first field and numbers below it.
+    /// A header is assumed when none of the first line's fields is a number and some column has a
+    /// name over numbers below it.
     Auto,
     /// The first line is a header.
     Present,
