@@ -11,11 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/dp-target}"
-venv="${DPTRAIN_BENCH_VENV:-/var/tmp/dp-bench-venv}"
-if ! "$venv/bin/python" -c "import torch, opacus" 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet torch opacus
-fi
+venv=$(scripts/bench-venv.sh)
 scripts/cargo-dptrain.sh build --release --locked --quiet --workspace --examples
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 work=$(mktemp -d)

@@ -10,11 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/dp-target}"
-venv="${DPTRAIN_BENCH_VENV:-/var/tmp/dp-bench-venv}"
-if ! "$venv/bin/python" -c "import torch, opacus" 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet torch opacus
-fi
+venv=$(scripts/bench-venv.sh)
 # The binary the tests and the main job build (scripts/cargo-dptrain.sh): no second Burn.
 scripts/cargo-dptrain.sh build --release --locked --quiet
 exec "$venv/bin/python" scripts/side_by_side.py --dptrain "$CARGO_TARGET_DIR/release/dptrain" "$@"

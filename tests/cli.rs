@@ -3,7 +3,7 @@
 use crate::common;
 
 use crate::common::dptrain;
-use crate::common::{base_args, binary, one_line_error, temp_with_dataset};
+use crate::common::{base_args, binary, dptrain_with, one_line_error, temp_with_dataset};
 
 use serde_json::Value;
 use std::process::Output;
@@ -231,11 +231,10 @@ fn a_burn_device_this_build_has_not_is_one_line_at_resume() {
     );
     assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
     for value in ["junk", "", "metal", "tch"] {
-        let resume = std::process::Command::new(binary())
-            .args(["train", "--resume", "--device", "cpu", "--out-dir", o])
-            .env("BURN_DEVICE", value)
-            .output()
-            .unwrap();
+        let resume = dptrain_with(
+            &["train", "--resume", "--device", "cpu", "--out-dir", o],
+            &[("BURN_DEVICE", Some(value.as_ref()))],
+        );
         one_line_error(&resume, "BURN_DEVICE");
         assert!(String::from_utf8_lossy(&resume.stderr).contains("flex"), "names what it may be");
     }

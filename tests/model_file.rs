@@ -209,19 +209,6 @@ fn a_model_files_report_is_believed_only_where_its_seal_verifies() {
     assert_eq!(from_swapped["initial_weights"]["sha256"].as_str().unwrap(), digest(&open_model));
 }
 
-/// `dptrain` with `args` and the environment changed by `env` (a value of None removes it).
-fn dptrain_with(args: &[&str], env: &[(&str, Option<&std::ffi::OsStr>)]) -> std::process::Output {
-    let mut command = std::process::Command::new(binary());
-    command.args(args);
-    for (key, value) in env {
-        match value {
-            Some(v) => command.env(key, v),
-            None => command.env_remove(key),
-        };
-    }
-    command.output().expect("dptrain runs")
-}
-
 #[test]
 fn a_run_whose_owner_key_cannot_be_used_takes_no_step() {
     use std::ffi::OsStr;

@@ -25,6 +25,19 @@ pub fn dptrain(args: &[&str]) -> Output {
     Command::new(binary()).args(args).output().expect("dptrain runs")
 }
 
+/// `dptrain` with `args` and the environment changed by `env` (a value of None removes it).
+pub fn dptrain_with(args: &[&str], env: &[(&str, Option<&std::ffi::OsStr>)]) -> Output {
+    let mut command = Command::new(binary());
+    command.args(args);
+    for (key, value) in env {
+        match value {
+            Some(v) => command.env(key, v),
+            None => command.env_remove(key),
+        };
+    }
+    command.output().expect("dptrain runs")
+}
+
 /// True when the `dptrain` under test was built with CUDA (`dptrain --version` lists its devices).
 pub fn built_with_cuda() -> bool {
     String::from_utf8_lossy(&dptrain(&["--version"]).stdout).contains("cuda")

@@ -8,8 +8,8 @@ use burn::nn::loss::CrossEntropyLoss;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
 
-/// Each example's loss under `loss`, `[B]`, for `logits` [B, C] (probabilities where the loss
-/// was configured for them) and class indices `targets` [B]; a padding token's example weighs 0.
+/// Each example's loss under `loss`, `[B]`, for `logits` `[B, C]` (probabilities where the loss
+/// was configured for them) and class indices `targets` `[B]`; a padding token's example weighs 0.
 pub fn per_example(loss: &CrossEntropyLoss, logits: Tensor<2>, targets: Tensor<1, Int>) -> Tensor<1> {
     let [b, c] = logits.dims();
     let log_p = match loss.logits {
