@@ -30,7 +30,7 @@ pub fn cache_key(dir: &Path) -> Result<SecretKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dp_run::folder::seal::{seal, verifies};
+    use dp_run::seal::{seal, verifies};
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

@@ -14,7 +14,7 @@ use dp_data::safe_files::{OWNER_ONLY, read_regular, write_atomic};
 use dp_data::{ImageDataset, SecretKey};
 use dp_engine::error::{EngineError, Result};
 use dp_engine::nn::scatter_net::ScatterNet;
-use dp_run::folder::seal::{SEAL_BYTES, seal, verifies};
+use dp_run::seal::{SEAL_BYTES, seal, verifies};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

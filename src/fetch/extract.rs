@@ -9,7 +9,7 @@ use super::download::digest_of;
 use dp_data::SecretKey;
 use dp_data::safe_files::{OWNER_ONLY, PUBLIC, open, read_regular, regular, write_atomic};
 use dp_engine::error::{EngineError, Result};
-use dp_run::folder::seal::{seal, verifies};
+use dp_run::seal::{seal, verifies};
 use flate2::read::GzDecoder;
 use sha2::{Digest, Sha256};
 use std::fs::OpenOptions;

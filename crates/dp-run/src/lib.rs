@@ -38,6 +38,7 @@ pub mod interrupt;
 pub mod model_file;
 pub mod owner_key;
 pub mod provenance;
+pub mod seal;
 pub mod search;
 
 mod audit;

@@ -2,9 +2,9 @@
 //! verifies under this user's owner key ([`crate::owner_key::seal`]), that report. A model trained
 //! before on the same private data spends it again: the new run's report shows it.
 
-use crate::folder::sha256_hex;
 use crate::owner_key::OwnerKey;
 use crate::owner_key::seal::{SEAL_KEY, contents, verified};
+use crate::seal::sha256_hex;
 use dp_data::safe_files::read_regular;
 use dp_engine::error::Result;
 use dp_engine::weights::MAX_WEIGHTS_FILE;

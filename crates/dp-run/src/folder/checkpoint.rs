@@ -10,9 +10,8 @@
 //! Layout: `DPTCKPT7` | header length (u64 LE) | header JSON | the library's checkpoint (one
 //! burnpack, `DpCheckpoint::to_bytes`) | MAC.
 
-use crate::folder::seal::{SEAL_BYTES, seal, verifies};
-use crate::folder::sha256_hex;
 use crate::provenance::Provenance;
+use crate::seal::{SEAL_BYTES, seal, sha256_hex, verifies};
 use dp_data::SecretKey;
 use dp_data::safe_files::{PUBLIC, read_regular, write_atomic};
 use dp_engine::checkpoint::DpCheckpoint;

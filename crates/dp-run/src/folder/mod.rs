@@ -19,16 +19,15 @@ pub mod checkpoint;
 pub mod keys;
 pub mod lock;
 mod run_folder;
-pub mod seal;
 
 pub use run_folder::RunFolder;
 
+use crate::seal::sha256_hex;
 use dp_data::safe_files::{PUBLIC, append_line, file_error, occupied, read_regular, remove_if_present, write_atomic};
 use dp_engine::error::{EngineError, Result};
 use keys::{KEY_FILE, RunKeys};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The run's settings.
@@ -54,11 +53,6 @@ pub const MAX_CONFIG: u64 = 1 << 20;
 const MAX_METRICS: u64 = 256 << 20;
 /// The largest report.json read.
 const MAX_REPORT: u64 = 1 << 20;
-
-/// Hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
 
 /// The files of a run that `run_dir` holds (any of them: the folder holds a run).
 pub fn run_files(run_dir: &Path) -> Vec<&'static str> {

@@ -3,8 +3,8 @@
 //! `report_seal`. Anybody who can write a file can write its metadata: a report is believed only
 //! where its seal verifies, and then only for the weights it was sealed with.
 
-use crate::folder::seal::{seal, verifies};
 use crate::owner_key::OwnerKey;
+use crate::seal::{seal, verifies};
 use dp_data::safe_files::file_error;
 use dp_engine::error::{EngineError, Result};
 use safetensors::SafeTensors;

@@ -4,7 +4,7 @@
 //! from it without redrawing K or rerunning a finished candidate; a state edited since it was
 //! written is refused, as a run folder's checkpoint is. Publishing the folder voids the bound.
 
-use crate::folder::seal::{SEAL_BYTES, seal, verifies};
+use crate::seal::{SEAL_BYTES, seal, verifies};
 use crate::search::plan::Planned;
 use dp_data::SecretKey;
 use dp_data::safe_files::{OWNER_ONLY, file_error, occupied, read_secret, temporary_name, write_atomic};

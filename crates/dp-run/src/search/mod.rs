@@ -232,7 +232,7 @@ fn begun<T: Serialize + DeserializeOwned>(
 fn fingerprint<C: Serialize>(configs: &[C], shapes: &[TrainingShape], settings: &SearchSettings) -> Result<String> {
     let json = serde_json::to_vec(&(configs, shapes, settings))
         .map_err(|e| EngineError::invalid("search space", format!("not expressible as JSON: {e}")))?;
-    Ok(crate::folder::sha256_hex(&json))
+    Ok(crate::seal::sha256_hex(&json))
 }
 
 /// The score released for `trained`: its accuracy on public data, or its count of correct

@@ -1,13 +1,18 @@
 //! HMAC-SHA256 under a secret key: what seals a run's checkpoints (under the run's MAC key) and
 //! what a program caches (dptrain: under its cache folder's key), so that nobody without
-//! the key can edit them into something that verifies.
+//! the key can edit them into something that verifies; and the plain SHA-256 digests files name.
 
 use dp_data::SecretKey;
 use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
 /// Bytes of a seal.
 pub const SEAL_BYTES: usize = 32;
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
 
 /// The HMAC-SHA256 state of `parts` under `key`.
 fn mac(key: &SecretKey, parts: &[&[u8]]) -> Hmac<Sha256> {
