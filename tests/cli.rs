@@ -50,6 +50,22 @@ fn human_output_labels_every_epsilon() {
 }
 
 #[test]
+fn bandmf_prints_a_strategy_of_column_norm_one_beside_dp_sgd() {
+    let v = json_of(&dptrain(&["bandmf", "--steps", "2000", "--bands", "16", "--json"]));
+    let c: Vec<f64> = v["coefficients"].as_array().unwrap().iter().map(|c| c.as_f64().unwrap()).collect();
+    assert_eq!((c.len(), v["steps"].as_u64(), v["bands"].as_u64()), (16, Some(2000), Some(16)), "{v}");
+    assert!((c.iter().map(|x| x * x).sum::<f64>() - 1.0).abs() < 1e-12, "{v}");
+    assert!((v["sensitivity"].as_f64().unwrap() - 1.0).abs() < 1e-12, "{v}");
+    assert_eq!(v["dp_sgd_prefix_sum_error"].as_f64(), Some(1000.5), "{v}");
+    let error = v["prefix_sum_error"].as_f64().unwrap();
+    assert!(error > 0.0 && error < 1000.5 / 10.0, "16 bands cut DP-SGD's error tenfold or more: {v}");
+    let one = json_of(&dptrain(&["bandmf", "--steps", "2000", "--bands", "1", "--json"]));
+    assert_eq!(one["prefix_sum_error"].as_f64(), Some(1000.5), "one band is DP-SGD: {one}");
+    let text = String::from_utf8(dptrain(&["bandmf", "--steps", "100", "--bands", "4"]).stdout).unwrap();
+    assert!(text.starts_with("4 bands over 100 steps\nmean squared prefix-sum error per unit noise = "), "{text}");
+}
+
+#[test]
 fn calibrate_json_has_the_contract_keys() {
     let args = [
         "calibrate",
@@ -115,6 +131,14 @@ fn bad_input_gives_one_line_and_nonzero_exit() {
         &["calibrate", "-e", "1e-9", "-q", "1", "-t", "1000000", "-d", "1e-5"],
         &["calibrate", "-e", "0", "-q", "0.1", "-t", "10", "-d", "1e-5"],
         &["calibrate", "-e", "inf", "-q", "0.1", "-t", "10", "-d", "1e-5"],
+        &["bandmf", "--steps", "10", "--bands", "0"],
+        &["bandmf", "--steps", "10", "--bands", "11"],
+        &["bandmf", "--steps", "0", "--bands", "1"],
+        &["bandmf", "--steps", "100000000000", "--bands", "4"],
+        &["bandmf", "--steps", "1000", "--bands", "100000"],
+        &["bandmf", "--steps", "-5", "--bands", "4"],
+        &["bandmf", "--steps", "ten", "--bands", "4"],
+        &["bandmf", "--bands", "4"],
     ];
     for args in cases {
         let out = dptrain(args);
@@ -190,6 +214,7 @@ fn every_command_whose_output_cannot_be_written_fails_in_one_line() {
         [&["account", "-z", "1.1"][..], &MNIST].concat(),
         [&["calibrate", "--target-epsilon", "3"][..], &MNIST].concat(),
         vec!["selftest", "--device", "cpu"],
+        vec!["bandmf", "--steps", "100", "--bands", "4"],
         train,
         vec!["export", r, "--out", export.to_str().unwrap()],
         vec!["plot", "--out", plot.to_str().unwrap(), r],

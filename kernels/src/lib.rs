@@ -8,7 +8,8 @@
 //!   taps and a proven truncation bound, against an FFT reference;
 //! - the sigma solver of the optimized additive noise mechanism (Xiang et al., Eq. 11) under L2
 //!   clipping, all its iterations in one cube, against the f64 reference;
-//! - im2col, the patches a DP convolution's per-example gradients are made of, in one pass.
+//! - im2col, the patches a DP convolution's per-example gradients are made of, in one pass;
+//! - the banded Toeplitz strategy of BandMF's correlated noise (`banded_strategy`), on the host.
 //!
 //! The CubeCL kernels are the `wgpu` feature's (on by default; the `cuda` feature adds CUDA on the
 //! same kernels); without it every operation runs its CPU reference.
@@ -21,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod banded_strategy;
 pub mod burn_device;
 pub mod chacha;
 pub mod clipping;

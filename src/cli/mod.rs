@@ -20,6 +20,7 @@ macro_rules! put {
 mod account;
 mod accountant_args;
 mod audit;
+mod bandmf;
 mod bench;
 mod calibrate;
 mod data;
@@ -74,6 +75,8 @@ enum Command {
     Account(account::AccountArgs),
     /// The smallest noise multiplier that meets a target epsilon.
     Calibrate(calibrate::CalibrateArgs),
+    /// The banded Toeplitz strategy of BandMF's correlated noise: coefficients, error, sensitivity.
+    Bandmf(bandmf::BandmfArgs),
     /// Train a model with DP-SGD / DP-Adam (or the unperturbed baseline) and report its privacy.
     Train(train::TrainArgs),
     /// Search hyper-parameters with the whole search's privacy accounted (only the best released).
@@ -117,6 +120,7 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Account(args) => account::run(args),
         Command::Calibrate(args) => calibrate::run(args),
+        Command::Bandmf(args) => bandmf::run(args),
         Command::Train(args) => train::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Bench(args) => bench::run(args),
