@@ -66,6 +66,31 @@ fn bandmf_prints_a_strategy_of_column_norm_one_beside_dp_sgd() {
 }
 
 #[test]
+fn account_with_bands_is_bandmf_with_cyclic_poisson_sampling_and_one_band_dp_sgd() {
+    let run =
+        ["account", "-z", "1", "--dataset-size", "60000", "--batch-size", "256", "-t", "2000", "-d", "1e-5", "--json"];
+    let plain = json_of(&dptrain(&run));
+    let one = json_of(&dptrain(&[&run[..], &["--bands", "1"]].concat()));
+    assert_eq!(plain["epsilon"], one["epsilon"], "{one}");
+    let four = json_of(&dptrain(&[&run[..], &["--bands", "4"]].concat()));
+    // jax-privacy 2.0.0 (crates/dp-accounting/tests/data/bandmf_accounting.json): PLD 2.3409, RDP 2.6816.
+    let eps = four["epsilon"].as_f64().unwrap();
+    assert!((2.3409..=2.6817).contains(&eps), "{four}");
+    assert_eq!((four["guarantee"].as_str(), four["bands"].as_u64()), (Some("certified"), Some(4)), "{four}");
+    assert_eq!(four["sample_rate"].as_f64(), Some(256.0 / 15000.0), "{four}");
+    let text = String::from_utf8(
+        dptrain(&run[..run.len() - 1].iter().chain(&["--bands", "7"]).copied().collect::<Vec<_>>()).stdout,
+    )
+    .unwrap();
+    for bands in ["0", "1000", "-2", "x"] {
+        let out = dptrain(&[&run[..], &["--bands", bands]].concat());
+        one_line_error(&out, "");
+        assert!(out.stdout.is_empty(), "--bands {bands}");
+    }
+    assert!(text.starts_with("BandMF, 7 bands: 7 groups of 8571 (3 left out), rate 0.029868 within a group, an example in 286 of 2000 steps\nepsilon "), "{text}");
+}
+
+#[test]
 fn calibrate_json_has_the_contract_keys() {
     let args = [
         "calibrate",
@@ -131,6 +156,7 @@ fn bad_input_gives_one_line_and_nonzero_exit() {
         &["calibrate", "-e", "1e-9", "-q", "1", "-t", "1000000", "-d", "1e-5"],
         &["calibrate", "-e", "0", "-q", "0.1", "-t", "10", "-d", "1e-5"],
         &["calibrate", "-e", "inf", "-q", "0.1", "-t", "10", "-d", "1e-5"],
+        &["account", "-z", "1", "-q", "0.1", "-t", "10", "-d", "1e-5", "--bands", "4"],
         &["bandmf", "--steps", "10", "--bands", "0"],
         &["bandmf", "--steps", "10", "--bands", "11"],
         &["bandmf", "--steps", "0", "--bands", "1"],

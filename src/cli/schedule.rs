@@ -41,6 +41,11 @@ pub struct Schedule {
 }
 
 impl ScheduleArgs {
+    /// The dataset and batch sizes, where given (not a bare sampling rate).
+    pub fn sizes(&self) -> Option<(u64, u64)> {
+        self.dataset_size.zip(self.batch_size)
+    }
+
     /// Resolves the flags into (q, T), rejecting inconsistent or out-of-range values.
     pub fn resolve(&self) -> Result<Schedule> {
         let sample_rate = match (self.sample_rate, self.dataset_size, self.batch_size) {

@@ -32,12 +32,16 @@ pub trait Accountant: Send + Sync {
     }
 }
 
-/// True when every part of `event` is a Gaussian release on a Poisson-sampled lot, or an
-/// unsampled one: what the RDP and PRV accountants' proofs cover.
+/// True when every part of `event` is a Gaussian release on a Poisson-sampled lot (a BandMF
+/// step's within its group, of no more bands than groups), or an unsampled one: what the RDP
+/// and PRV accountants' proofs cover.
 pub fn poisson_gaussian_only(event: &DpEvent) -> bool {
     event.parts().iter().all(|(_, part)| match part {
         DpEvent::Gaussian { .. } => true,
         DpEvent::PoissonSampled { of, .. } => matches!(of.as_ref(), DpEvent::Gaussian { .. }),
+        DpEvent::CyclicBanded { bands, groups, of, .. } => {
+            bands <= groups && matches!(of.as_ref(), DpEvent::Gaussian { .. })
+        }
         _ => false,
     })
 }

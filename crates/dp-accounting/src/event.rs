@@ -48,6 +48,23 @@ pub enum DpEvent {
         /// What was released about the lot.
         of: Box<DpEvent>,
     },
+    /// `of` (a Gaussian release) on a lot Poisson-sampled at `sample_rate` from one of `groups`
+    /// groups the data was split into once, step t sampling group t mod `groups`, its noise
+    /// correlated across steps by a `bands`-banded Toeplitz strategy of column norm 1 (BandMF with
+    /// cyclic Poisson sampling, arXiv 2306.08153). An example is in one group, so `count`
+    /// consecutive such steps expose it at ceil(count / groups) of them, with disjoint columns
+    /// when `bands` <= `groups`: then exactly as private as that many Poisson-sampled Gaussians
+    /// at `sample_rate`; more bands than groups is covered by no accountant here.
+    CyclicBanded {
+        /// Bands b of the strategy.
+        bands: u64,
+        /// Groups the data was split into (the cycle's length).
+        groups: u64,
+        /// The inclusion probability q within the step's group.
+        sample_rate: f64,
+        /// What was released about the lot.
+        of: Box<DpEvent>,
+    },
     /// `of`, `count` times.
     SelfComposed {
         /// How many times.
@@ -130,6 +147,15 @@ impl GaussianSteps {
 }
 
 impl DpEvent {
+    /// A BandMF step: the Gaussian mechanism at noise multiplier `z` with a `bands`-banded
+    /// strategy, on a lot Poisson-sampled at rate `q` from its group of `groups`, validated.
+    pub fn cyclic_banded(z: f64, q: f64, bands: u64, groups: u64) -> Result<Self> {
+        let of = Box::new(DpEvent::Gaussian { noise_multiplier: validate::noise_multiplier(z)? });
+        let event = DpEvent::CyclicBanded { bands, groups, sample_rate: q, of };
+        event.validate()?;
+        Ok(event)
+    }
+
     /// The Gaussian mechanism at noise multiplier `z` on a lot drawn by `sampling` at rate `q`,
     /// validated.
     pub fn sampled_gaussian(z: f64, q: f64, sampling: LotSampling) -> Result<Self> {
@@ -160,6 +186,12 @@ impl DpEvent {
                 validate::steps(*count)?;
                 of.validate()
             }
+            DpEvent::CyclicBanded { bands, groups, sample_rate, of } => {
+                validate::steps(*bands)?;
+                validate::steps(*groups)?;
+                validate::sample_rate(*sample_rate)?;
+                of.validate()
+            }
             DpEvent::Composed { events } => events.iter().try_for_each(DpEvent::validate),
             DpEvent::RepeatAndSelect { repetitions, of } => {
                 repetitions.validate()?;
@@ -186,7 +218,14 @@ impl DpEvent {
 
     fn collect_parts<'a>(&'a self, times: u64, out: &mut Vec<(u64, &'a DpEvent)>) {
         match self {
-            DpEvent::SelfComposed { count, of } => of.collect_parts(times.saturating_mul(*count), out),
+            DpEvent::SelfComposed { count, of } => match of.as_ref() {
+                // Consecutive steps of a cycle of `groups`: an example is in ceil(count / groups)
+                // (an invalid 0 groups counts every step).
+                DpEvent::CyclicBanded { groups, .. } => {
+                    out.push((times.saturating_mul(count.div_ceil((*groups).max(1))), of.as_ref()))
+                }
+                _ => of.collect_parts(times.saturating_mul(*count), out),
+            },
             DpEvent::Composed { events } => events.iter().for_each(|e| e.collect_parts(times, out)),
             DpEvent::NoOp => {}
             other => out.push((times, other)),
@@ -214,6 +253,7 @@ impl DpEvent {
         let (sample_rate, sampling, of) = match self {
             DpEvent::PoissonSampled { sample_rate, of } => (*sample_rate, LotSampling::Poisson, of.as_ref()),
             DpEvent::Shuffled { sample_rate, of } => (*sample_rate, LotSampling::Shuffled, of.as_ref()),
+            DpEvent::CyclicBanded { sample_rate, of, .. } => (*sample_rate, LotSampling::Poisson, of.as_ref()),
             DpEvent::NonPrivate { .. } | DpEvent::Unaccounted { .. } => return Ok(None),
             other => (1.0, LotSampling::Poisson, other),
         };
@@ -244,6 +284,7 @@ impl DpEvent {
             DpEvent::Gaussian { .. } => "gaussian",
             DpEvent::PoissonSampled { .. } => "poisson-sampled",
             DpEvent::Shuffled { .. } => "shuffled",
+            DpEvent::CyclicBanded { .. } => "cyclic-banded",
             DpEvent::SelfComposed { .. } => "self-composed",
             DpEvent::Composed { .. } => "composed",
             DpEvent::NonPrivate { .. } => "non-private",
@@ -304,6 +345,26 @@ mod tests {
         assert!(bad.validate().unwrap_err().to_string().contains("sample rate"));
         assert!(DpEvent::sampled_gaussian(0.0, 0.1, LotSampling::Poisson).is_err());
         assert!(DpEvent::NoOp.repeated(0).is_err());
+    }
+
+    #[test]
+    fn a_cycle_of_bandmf_steps_exposes_an_example_once_per_cycle() {
+        let step = DpEvent::cyclic_banded(1.0, 0.05, 4, 4).unwrap();
+        let mut ledger = crate::PrivacyLedger::new();
+        ledger.record_event(step.clone(), 10).unwrap();
+        let g = ledger.grouped().unwrap();
+        assert_eq!((g.len(), g[0].steps, g[0].sample_rate, g[0].sampling), (1, 3, 0.05, LotSampling::Poisson));
+        assert!(crate::accountant::poisson_gaussian_only(&ledger.event()));
+        // Split by another release, each run of steps is a cycle of its own: never fewer.
+        ledger.record_event(DpEvent::sampled_gaussian(2.0, 0.01, LotSampling::Poisson).unwrap(), 1).unwrap();
+        ledger.record_event(step, 1).unwrap();
+        let steps: Vec<u64> = ledger.grouped().unwrap().iter().map(|g| g.steps).collect();
+        assert_eq!(steps, [4, 1]);
+        let wide = DpEvent::cyclic_banded(1.0, 0.05, 5, 4).unwrap().repeated(8).unwrap();
+        assert!(!crate::accountant::poisson_gaussian_only(&wide), "more bands than groups: columns overlap");
+        assert!(DpEvent::cyclic_banded(1.0, 0.05, 0, 4).is_err() && DpEvent::cyclic_banded(1.0, 1.5, 1, 4).is_err());
+        let json = serde_json::to_string(&wide).unwrap();
+        assert_eq!(serde_json::from_str::<DpEvent>(&json).unwrap(), wide, "{json}");
     }
 
     #[test]

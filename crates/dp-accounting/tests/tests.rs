@@ -2,6 +2,7 @@
 
 mod analytic_reference;
 mod audit_reference;
+mod bandmf_reference;
 mod calibration;
 mod opacus_reference;
 mod repeat_and_select_reference;
