@@ -42,7 +42,7 @@ impl BandedStrategy {
     /// The strategy of coefficients `c` (scaled to norm 1) over `steps` steps; refused unless
     /// finite with c_0 > 0 (C invertible) and at most `steps` of them.
     pub fn from_coefficients(c: Vec<f64>, steps: usize) -> Result<Self, String> {
-        let norm = c.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let norm = norm_squared(&c).sqrt();
         if c.is_empty() || c.len() > steps || !norm.is_finite() || c[0] <= 0.0 {
             return Err(format!("{} coefficients for {steps} steps, c_0 > 0 and finite required", c.len()));
         }
@@ -61,7 +61,7 @@ impl BandedStrategy {
 
     /// The column norm ||c|| (1 up to rounding): the sensitivity of one participation.
     pub fn column_norm(&self) -> f64 {
-        self.coefficients.iter().map(|x| x * x).sum::<f64>().sqrt()
+        norm_squared(&self.coefficients).sqrt()
     }
 }
 
@@ -82,12 +82,28 @@ fn loss_of_tail(tail: &[f64], steps: usize) -> (f64, Vec<f64>) {
     (l, g[1..].to_vec())
 }
 
+/// ||c||^2.
+fn norm_squared(c: &[f64]) -> f64 {
+    c.iter().map(|x| x * x).sum()
+}
+
 /// x = C^{-1} rhs for the banded lower-triangular Toeplitz C of `c` (forward substitution).
-pub fn solve_lower(c: &[f64], rhs: &[f64]) -> Vec<f64> {
+fn solve_lower(c: &[f64], rhs: &[f64]) -> Vec<f64> {
     let mut x = vec![0.0; rhs.len()];
     for t in 0..rhs.len() {
         let past: f64 = (1..c.len().min(t + 1)).map(|j| c[j] * x[t - j]).sum();
         x[t] = (rhs[t] - past) / c[0];
+    }
+    x
+}
+
+/// x = C^{-T} rhs for the same C (backward substitution).
+fn solve_upper(c: &[f64], rhs: &[f64]) -> Vec<f64> {
+    let n = rhs.len();
+    let mut x = vec![0.0; n];
+    for t in (0..n).rev() {
+        let later: f64 = (1..c.len()).filter(|j| t + j < n).map(|j| c[j] * x[t + j]).sum();
+        x[t] = (rhs[t] - later) / c[0];
     }
     x
 }
@@ -99,13 +115,9 @@ fn loss(c: &[f64], steps: usize) -> (f64, Vec<f64>) {
     let n = steps as f64;
     let b = solve_lower(c, &vec![1.0; steps]);
     let e = b.iter().enumerate().map(|(k, bk)| (n - k as f64) * bk * bk).sum::<f64>() / n;
-    let s: f64 = c.iter().map(|x| x * x).sum();
+    let s = norm_squared(c);
     let g: Vec<f64> = b.iter().enumerate().map(|(k, bk)| 2.0 * (n - k as f64) * bk / n).collect();
-    let mut lambda = vec![0.0; steps];
-    for t in (0..steps).rev() {
-        let later: f64 = (1..c.len()).filter(|j| t + j < steps).map(|j| c[j] * lambda[t + j]).sum();
-        lambda[t] = (g[t] - later) / c[0];
-    }
+    let lambda = solve_upper(c, &g);
     let grad = (0..c.len())
         .map(|j| {
             let de: f64 = -(j..steps).map(|t| lambda[t] * b[t - j]).sum::<f64>();
@@ -183,18 +195,12 @@ mod tests {
 
     /// E ||c||^2 from the dense matrices: B = A C^{-1}, mean of its rows' squared norms.
     fn dense_error(c: &[f64], n: usize) -> f64 {
-        let mut total = 0.0;
-        for i in 0..n {
-            // Row i of A C^{-1}: e_i^T A C^{-1} = (C^{-T} A^T e_i)^T; A^T e_i is 1 on 0..=i.
-            let mut row = vec![0.0; n];
-            for t in (0..n).rev() {
-                let rhs = if t <= i { 1.0 } else { 0.0 };
-                let later: f64 = (1..c.len()).filter(|j| t + j < n).map(|j| c[j] * row[t + j]).sum();
-                row[t] = (rhs - later) / c[0];
-            }
-            total += row.iter().map(|x| x * x).sum::<f64>();
-        }
-        total / n as f64 * c.iter().map(|x| x * x).sum::<f64>()
+        // Row i of A C^{-1}: e_i^T A C^{-1} = (C^{-T} A^T e_i)^T; A^T e_i is 1 on 0..=i.
+        let rows = (0..n).map(|i| {
+            let indicator: Vec<f64> = (0..n).map(|t| if t <= i { 1.0 } else { 0.0 }).collect();
+            norm_squared(&solve_upper(c, &indicator))
+        });
+        rows.sum::<f64>() / n as f64 * norm_squared(c)
     }
 
     #[test]

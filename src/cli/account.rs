@@ -54,7 +54,7 @@ pub fn run(args: AccountArgs) -> Result<()> {
             let q = lot as f64 / group as f64;
             let mut ledger = PrivacyLedger::new();
             ledger.record_event(DpEvent::cyclic_banded(args.noise_multiplier, q, b, b)?, schedule.steps)?;
-            let exposed = schedule.steps.div_ceil(b);
+            let exposed: u64 = ledger.grouped()?.iter().map(|g| g.steps).sum();
             let headline = format!(
                 "BandMF, {b} bands: {b} groups of {group} ({} left out), rate {q:.6} within a group, an example in {exposed} of {} steps\n",
                 n % b,

@@ -187,8 +187,8 @@ impl DpEvent {
                 of.validate()
             }
             DpEvent::CyclicBanded { bands, groups, sample_rate, of } => {
-                validate::steps(*bands)?;
-                validate::steps(*groups)?;
+                validate::at_least_one("bands", *bands)?;
+                validate::at_least_one("groups", *groups)?;
                 validate::sample_rate(*sample_rate)?;
                 of.validate()
             }

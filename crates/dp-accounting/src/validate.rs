@@ -28,7 +28,12 @@ pub fn epsilon(e: f64) -> Result<f64> {
 
 /// A count of steps must be at least one.
 pub fn steps(t: u64) -> Result<u64> {
-    if t >= 1 { Ok(t) } else { Err(invalid("steps", t, "must be at least 1")) }
+    at_least_one("steps", t)
+}
+
+/// A count (steps, bands, groups) must be at least one.
+pub fn at_least_one(name: &'static str, n: u64) -> Result<u64> {
+    if n >= 1 { Ok(n) } else { Err(invalid(name, n, "must be at least 1")) }
 }
 
 /// A generic strictly positive, finite quantity (Lipschitz constants, sizes, the papers' constants).
